@@ -1,0 +1,59 @@
+# Two commands do all the set-up:  make book  (venv + execute every notebook + HTML)  and  make test.
+# Everything runs in the cpu profile here; Colab users follow README.md instead.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export KBVQA_PROFILE ?= cpu
+export PYTHONHASHSEED := 0
+export TOKENIZERS_PARALLELISM := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MPLBACKEND := Agg
+
+# pytest exits 5 when it collects nothing: say so and fail, rather than pass silently.
+define run_pytest
+	$(PY) -m pytest $(1); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
+endef
+
+.PHONY: venv book test unit book-check nbmake lint clean help
+
+help:
+	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
+	@echo "make test   - unit tests, execute the book once with -W, check the built HTML"
+	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
+
+$(STAMP): pyproject.toml requirements/constraints-cpu.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements/constraints-cpu.txt -e ".[cpu,book,dev]"
+	@! $(PY) -m pip show torchvision >/dev/null 2>&1 || { echo "torchvision must not be installed"; exit 1; }
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# -W turns a failed cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build -W -n --keep-going .
+	@test -f _build/html/index.html && echo "book: _build/html/index.html"
+
+unit: $(STAMP)
+	@$(call run_pytest,tests -m "not book")
+
+book-check: $(STAMP)
+	@$(call run_pytest,tests -m book)
+
+# Unit tests first (fast failure), then one execution of the book, then checks on its HTML.
+test: unit book book-check
+
+NB ?= notebooks
+nbmake: $(STAMP)
+	@$(call run_pytest,--nbmake $(NB) -p no:cacheprovider)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check kbvqa tests
+
+clean:
+	rm -rf _build .pytest_cache

@@ -1,0 +1,115 @@
+"""Profiles, seeds and paths: the only place the book decides *where* and *how big*.
+
+Two profiles share one code path:
+
+- ``cpu``: a tiny checkpoint of a real ``transformers`` VLM architecture pretrained on the toy
+  world and shipped in ``data/``; used in CI and whenever no CUDA device is present.
+- ``gpu``: hub checkpoints (Qwen2-VL, Qwen2.5-VL, SmolVLM) and real datasets, for one Colab GPU.
+
+The profile is chosen automatically (CUDA present -> gpu), ``KBVQA_PROFILE`` overrides it, and CI
+(``CI`` set to a true value) is always ``cpu``. Notebooks call ``get_profile()`` and pick sizes from
+``Profile``; they never branch on anything else.
+
+Leaves out: model loading (``kbvqa.models``) and dataset loading (``kbvqa.data``).
+"""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+PROFILES = ("cpu", "gpu")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"  # shipped artefacts (tiny checkpoint, encoders, result tables)
+
+
+def is_ci() -> bool:
+    """True when running under CI (the ``CI`` environment variable is set to a true value)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:  # the package imports without torch for data-only use
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes a notebook may choose from. Everything else follows from ``name``."""
+
+    name: str            # "cpu" or "gpu"
+    device: str          # torch device string
+    scale: float         # multiply toy-world sizes / sample counts by this
+    max_eval: int        # evaluation queries a chapter runs live
+
+    def __post_init__(self):
+        if self.name not in PROFILES:
+            raise ValueError(f"unknown profile {self.name!r}; expected one of {PROFILES}")
+        if self.scale <= 0:
+            raise ValueError(f"scale must be positive, got {self.scale}")
+        if self.max_eval < 1:
+            raise ValueError(f"max_eval must be >= 1, got {self.max_eval}")
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """The active profile.
+
+    Order: explicit ``name`` > CI (always cpu) > ``KBVQA_PROFILE`` > CUDA present -> gpu > cpu.
+    An unknown name raises ``ValueError``; asking for ``gpu`` without CUDA raises too.
+    """
+    if name is None:
+        if is_ci():
+            name = "cpu"
+        else:
+            name = os.environ.get("KBVQA_PROFILE", "").strip().lower() or (
+                "gpu" if cuda_available() else "cpu"
+            )
+    name = name.strip().lower()
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; expected one of {PROFILES} "
+                         "(set KBVQA_PROFILE=cpu or KBVQA_PROFILE=gpu)")
+    if name == "gpu":
+        if not cuda_available():
+            raise ValueError("profile 'gpu' needs a CUDA device; none is available (use 'cpu')")
+        return Profile("gpu", "cuda", scale=4.0, max_eval=500)
+    return Profile("cpu", "cpu", scale=1.0, max_eval=100)
+
+
+def cache_dir() -> Path:
+    """Where generated artefacts (rendered worlds, indexes) are cached: ``KBVQA_CACHE`` or
+    ``~/.cache/kbvqa``. Created on first use."""
+    root = Path(os.environ.get("KBVQA_CACHE", Path.home() / ".cache" / "kbvqa")).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def seed_everything(seed: int) -> int:
+    """Seed ``random``, NumPy and torch (CPU and CUDA) so a run repeats exactly; returns ``seed``."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+    except ImportError:
+        pass
+    return seed
