@@ -43,7 +43,7 @@ unit: $(STAMP)
 	@$(call run_pytest,tests -m "not book")
 
 book-check: $(STAMP)
-	@$(call run_pytest,tests -m book)
+	@export KBVQA_REQUIRE_BOOK=1; $(call run_pytest,tests -m book)
 
 # Unit tests first (fast failure), then one execution of the book, then checks on its HTML.
 test: unit book book-check

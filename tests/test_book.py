@@ -1,0 +1,99 @@
+"""The book: notebook hygiene (always) and the built HTML (``-m book``, after ``make book``).
+
+The HTML checks need ``_build/html``; ``make test`` builds it first and sets
+KBVQA_REQUIRE_BOOK=1 so that a missing build fails instead of skipping.
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
+
+def _toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return files
+
+
+def _notebooks():
+    return [ROOT / f"{f}.ipynb" for f in _toc_files() if (ROOT / f"{f}.ipynb").exists()]
+
+
+def test_every_toc_entry_exists():
+    for f in _toc_files():
+        assert (ROOT / f"{f}.ipynb").exists() or (ROOT / f"{f}.md").exists(), f
+
+
+def test_every_notebook_is_in_the_toc():
+    listed = {p.resolve() for p in _notebooks()}
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        assert nb.resolve() in listed, f"{nb.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("nb_path", _notebooks(), ids=lambda p: p.name)
+def test_notebook_hygiene(nb_path):
+    nb = json.loads(nb_path.read_text())
+    cells = nb["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert not any(c.get("outputs") for c in code), "strip outputs before committing"
+    assert not any(c.get("execution_count") for c in code), "strip execution counts"
+    # First code cell installs the package in Colab, from the repository the launch buttons use.
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    first = "".join(code[0]["source"])
+    assert "google.colab" in first and f"git+{repo}" in first
+    md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert re.search(r"^## Summary", md, re.M), "every chapter ends with a Summary"
+    assert re.search(r"^## Exercises", md, re.M), "every chapter has Exercises"
+    assert "{exercise}" in md and "{solution}" in md and ":class: dropdown" in md
+    assert len(code) <= 25, "aim for <= 25 code cells; move code into kbvqa/"
+
+
+def test_pipeline_figure_is_up_to_date(tmp_path):
+    from kbvqa.viz.pipeline import save_pipeline_figure
+
+    fresh = save_pipeline_figure(tmp_path / "p.svg").read_bytes()
+    assert fresh == (ROOT / "book" / "figures" / "pipeline.svg").read_bytes(), \
+        "run `python -m kbvqa.viz.pipeline` to regenerate book/figures/pipeline.svg"
+
+
+def _html(name):
+    path = HTML / name
+    if not path.exists():
+        if os.environ.get("KBVQA_REQUIRE_BOOK"):
+            pytest.fail(f"{path} is missing: the book did not build")
+        pytest.skip("book not built (run `make book`)")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.book
+def test_intro_page_rendered():
+    page = _html("book/intro.html")
+    assert "Retrieval for knowledge-based VQA" in page
+    m = re.search(r'<img[^>]+src="([^"]*pipeline[^"]*\.svg)"', page)
+    assert m, "the pipeline figure is not on the intro page"
+    assert (HTML / "book" / m.group(1)).resolve().exists()
+    assert "yang2025rcts" in page or "Yang" in page  # citations resolved
+    assert (HTML / "index.html").exists()
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("nb_path", _notebooks(), ids=lambda p: p.name)
+def test_chapter_page_rendered(nb_path):
+    rel = nb_path.relative_to(ROOT).with_suffix(".html")
+    page = _html(str(rel))
+    images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
+    assert len(images) >= 3, f"expected the chapter's figures, found {len(images)} images"
+    for src in images:
+        assert (HTML / rel.parent / src).resolve().exists(), src
+    assert "Traceback (most recent call last)" not in page
+    assert 'id="summary"' in page and 'id="exercises"' in page
+    assert "solution" in page and "dropdown" in page
+    assert "colab.research.google.com" in page, "Colab launch button missing"

@@ -1,0 +1,74 @@
+"""kbvqa.config: profile selection, seeding, paths."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from kbvqa import config
+from kbvqa.config import Profile, get_profile, seed_everything
+
+
+def test_ci_is_always_cpu(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("KBVQA_PROFILE", "gpu")
+    assert get_profile().name == "cpu"
+
+
+def test_env_override_and_auto(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("KBVQA_PROFILE", "cpu")
+    assert get_profile().name == "cpu"
+    monkeypatch.delenv("KBVQA_PROFILE")
+    monkeypatch.setattr(config, "cuda_available", lambda: False)
+    assert get_profile().name == "cpu"
+    monkeypatch.setattr(config, "cuda_available", lambda: True)
+    prof = get_profile()
+    assert prof.name == "gpu" and prof.device == "cuda" and prof.is_gpu
+
+
+def test_unknown_profile_raises(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("KBVQA_PROFILE", "tpu")
+    with pytest.raises(ValueError, match="unknown profile"):
+        get_profile()
+    with pytest.raises(ValueError, match="unknown profile"):
+        get_profile("quantum")
+
+
+def test_gpu_without_cuda_raises(monkeypatch):
+    monkeypatch.setattr(config, "cuda_available", lambda: False)
+    with pytest.raises(ValueError, match="CUDA"):
+        get_profile("gpu")
+
+
+@pytest.mark.parametrize("kw", [dict(name="x", device="cpu", scale=1, max_eval=1),
+                                dict(name="cpu", device="cpu", scale=0, max_eval=1),
+                                dict(name="cpu", device="cpu", scale=1, max_eval=0)])
+def test_bad_profile_settings(kw):
+    with pytest.raises(ValueError):
+        Profile(**kw)
+
+
+def test_seed_everything_repeats():
+    def draw():
+        return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+    seed_everything(123)
+    a = draw()
+    seed_everything(123)
+    assert draw() == a
+    seed_everything(124)
+    assert draw() != a
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3", True])
+def test_seed_everything_rejects_bad_seeds(bad):
+    with pytest.raises(ValueError):
+        seed_everything(bad)
+
+
+def test_cache_dir_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBVQA_CACHE", str(tmp_path / "c"))
+    d = config.cache_dir()
+    assert d == tmp_path / "c" and d.is_dir()
