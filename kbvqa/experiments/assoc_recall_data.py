@@ -4,10 +4,11 @@ Two tasks, both with fresh random key->value assignments in every sequence (noth
 the only way to answer is to find the key in the context and copy what follows it):
 
 - ``mqar``  multi-query associative recall ("Zoology", Arora et al. 2023): ``<bos> k1 v1 k2 v2 ...
-  kN vN | ka va kb vb ...`` -- every key is queried once, in shuffled order; the targets are the
-  values of the query section.
+  kN vN | ka va kb vb ...`` -- N queries of keys drawn with replacement (``query_mode="random"``;
+  ``"permutation"`` asks every key once, which a model exploits by elimination); the targets are
+  the values of the query section.
 - ``facts`` natural-ish toy-world passages: 3-6 facts about 2-3 made-up entities (``the zorp lives
-  in the salt marsh . the blick eats reed seeds .``) followed by one question per fact (``where
+  in the salt marsh . the blick eats reed seeds .``) followed by as many questions as facts (``where
   does the zorp live ? salt marsh .``). Values have 1-3 words; one entity carries several
   attributes and one attribute is shared by several entities, so the answer must be bound to
   *both* the entity and the attribute. The targets are the answer words and the closing ``.``.
@@ -27,6 +28,7 @@ import torch
 
 SPECIALS = ("<pad>", "<bos>", "|", "?", ".", "the")
 TASKS = ("mqar", "facts")
+QUERY_MODES = ("random", "permutation")
 
 # Attribute -> (fact template, question template, value word pools: optional adjectives, nouns).
 # "{e}" is the entity, "{v}" the value. Value words of different attributes do not overlap.
@@ -65,8 +67,18 @@ def build_vocab(task: str, num_keys: int = 64, num_values: int = 64) -> list[str
     raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
+def _query_order(rng: np.random.Generator, n: int, query_mode: str) -> np.ndarray:
+    """Which pairs/facts the queries ask about: ``random`` draws n with replacement; ``permutation``
+    asks each once, which lets a model answer late queries by elimination (a shortcut plateau)."""
+    if query_mode == "permutation":
+        return rng.permutation(n)
+    if query_mode == "random":
+        return rng.integers(0, n, size=n)
+    raise ValueError(f"unknown query_mode {query_mode!r}; expected one of {QUERY_MODES}")
+
+
 def _mqar_sequence(rng: np.random.Generator, num_pairs: int, num_keys: int, num_values: int,
-                   ids: dict[str, int]) -> tuple[list[int], list[bool]]:
+                   ids: dict[str, int], query_mode: str) -> tuple[list[int], list[bool]]:
     keys = rng.choice(num_keys, size=num_pairs, replace=False)
     values = rng.integers(0, num_values, size=num_pairs)  # values may repeat, keys may not
     tokens, answer = [ids["<bos>"]], [False]
@@ -75,7 +87,7 @@ def _mqar_sequence(rng: np.random.Generator, num_pairs: int, num_keys: int, num_
         answer += [False, False]
     tokens.append(ids["|"])
     answer.append(False)
-    for i in rng.permutation(num_pairs):
+    for i in _query_order(rng, num_pairs, query_mode):
         tokens += [ids[f"key{keys[i]}"], ids[f"val{values[i]}"]]
         answer += [False, True]
     return tokens, answer
@@ -91,8 +103,8 @@ def _random_value(rng: np.random.Generator, adjectives: list[str], nouns: list[s
     return picked + [nouns[int(rng.integers(0, len(nouns)))]]
 
 
-def _facts_sequence(rng: np.random.Generator, num_facts: int,
-                    ids: dict[str, int]) -> tuple[list[int], list[bool]]:
+def _facts_sequence(rng: np.random.Generator, num_facts: int, ids: dict[str, int],
+                    query_mode: str) -> tuple[list[int], list[bool]]:
     attrs = list(ATTRIBUTES)
     num_entities = 1 if num_facts == 1 else int(rng.integers(2, 4))
     entities = [ENTITY_NAMES[i] for i in rng.choice(len(ENTITY_NAMES), num_entities, replace=False)]
@@ -104,7 +116,7 @@ def _facts_sequence(rng: np.random.Generator, num_facts: int,
         sentence = ATTRIBUTES[a][0].format(e=e, v=" ".join(values[(e, a)])).split()
         words += sentence
         answer += [False] * len(sentence)
-    for i in rng.permutation(len(facts)):  # one question per fact, shuffled
+    for i in _query_order(rng, len(facts), query_mode):  # as many questions as facts
         e, a = facts[i]
         prompt = ATTRIBUTES[a][1].split("{v}")[0].format(e=e).split()
         target = values[(e, a)] + ["."]
@@ -115,7 +127,7 @@ def _facts_sequence(rng: np.random.Generator, num_facts: int,
 
 def make_batch(task: str, rng: np.random.Generator, batch_size: int, num_pairs: int,
                vocab: list[str], num_keys: int = 64, num_values: int = 64,
-               min_pairs: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+               min_pairs: int | None = None, query_mode: str = "random") -> tuple[torch.Tensor, torch.Tensor]:
     """A right-padded batch ``(input_ids [B, T] long, answer_mask [B, T] bool)``.
 
     ``num_pairs`` is the number of key-value pairs (mqar) or facts (facts) per sequence; with
@@ -131,9 +143,9 @@ def make_batch(task: str, rng: np.random.Generator, batch_size: int, num_pairs: 
     for _ in range(batch_size):
         n = int(rng.integers(lo, num_pairs + 1))
         if task == "mqar":
-            rows.append(_mqar_sequence(rng, n, num_keys, num_values, ids))
+            rows.append(_mqar_sequence(rng, n, num_keys, num_values, ids, query_mode))
         elif task == "facts":
-            rows.append(_facts_sequence(rng, n, ids))
+            rows.append(_facts_sequence(rng, n, ids, query_mode))
         else:
             raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
     length = max(len(t) for t, _ in rows)

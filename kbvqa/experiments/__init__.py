@@ -1,0 +1,1 @@
+"""Research experiments behind design decisions of the book (not imported by chapters)."""
