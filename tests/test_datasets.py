@@ -225,7 +225,12 @@ def test_hub_path_with_a_fake_datasets_module(monkeypatch):
             ("MathLLMs/MathVision", "test"): [{"id": "1", "question": "<image1>", "options": [], "answer": "7"},
                                               {"id": "2", "question": "x", "options": [], "answer": "3"}],
             ("MathLLMs/MathVision", "testmini"): [{"id": "1", "question": "<image1>", "options": [],
-                                                   "answer": "7"}]}
+                                                   "answer": "7"}],
+            ("MMMU/MMMU", "dev"): [{"id": "dev_Art_1", "question": "<image 1> Who?", "image_1": b"png",
+                                    "options": "['Monet', 'Manet']", "answer": "B",
+                                    "question_type": "multiple-choice"},
+                                   {"id": "dev_Art_2", "question": "Ratio?", "options": "[]",
+                                    "answer": "['24/7', '3.429']", "question_type": "open"}]}
     fake = types.SimpleNamespace(load_dataset=lambda hub, cfg, split: calls.append((hub, split))
                                  or rows[(hub, split)])
     monkeypatch.setitem(sys.modules, "datasets", fake)
@@ -233,6 +238,9 @@ def test_hub_path_with_a_fake_datasets_module(monkeypatch):
     assert (q.id, q.answer, q.solution, q.context) == ("test-0", "B", "L S", "h")
     assert [q.id for q in D.load_dataset("mathvision", "kb", offline=False)] == ["2"]
     assert ("MathLLMs/MathVision", "testmini") in calls
+    mc, open_q = D.load_dataset("mmmu", "eval", offline=False, subjects=("Art",))
+    assert (mc.answer_type, mc.options, mc.answer_text, mc.image) == ("choice", ["Monet", "Manet"], "Manet", b"png")
+    assert (open_q.answer_type, open_q.answers, open_q.options) == ("free", ["24/7", "3.429"], None)
     with pytest.raises(C.DatasetNotAvailable):
         D.load_dataset("scienceqa", "test", offline=True)
 
