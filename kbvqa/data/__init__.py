@@ -12,3 +12,16 @@ from kbvqa.data.schema import (
 
 __all__ = ["ANSWER_TYPES", "Document", "KBExample", "LiteratureItem", "Passage", "Query",
            "open_image", "option_letters"]
+
+from kbvqa.data.datasets import (  # noqa: E402  (real datasets, after the schema they fill)
+    REGISTRY,
+    DatasetInfo,
+    DatasetNotAvailable,
+    dataset_info,
+    download_official_files,
+    load_dataset,
+    load_knowledge_base,
+)
+
+__all__ += ["REGISTRY", "DatasetInfo", "DatasetNotAvailable", "dataset_info",
+            "download_official_files", "load_dataset", "load_knowledge_base"]
