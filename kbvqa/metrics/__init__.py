@@ -1,0 +1,70 @@
+"""Official scorers, re-implemented so that their numbers match the official tools.
+
+Modules (each docstring names the official file it mirrors):
+
+- ``normalize``   answer normalisation of VQA v2, InfoSeek and Encyclopedic-VQA
+- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2)
+- ``infoseek``    InfoSeek string/time/numerical scoring and the harmonic-mean final score
+- ``evqa``        Encyclopedic-VQA exact match, multi-answer IoU and a BEM hook
+- ``choice``      MMMU multiple-choice / open parsing and ScienceQA letter accuracy
+- ``mathvision``  MATH-Vision answer extraction and equality (``lexeval``: safe LaTeX arithmetic)
+- ``retrieval``   BioASQ precision/recall/F1/hit rate, Recall@K, MRR, average precision
+- ``rouge``       ROUGE-2 and ROUGE-SU4 as ROUGE-1.5.5.pl (``porter``: its Porter stemmer)
+
+What this package leaves out: parsing of free model output into answers (``kbvqa.parsers``) and
+training rewards (``kbvqa.rewards``).
+"""
+from kbvqa.metrics.choice import (
+    choice_accuracy,
+    mmmu_accuracy,
+    mmmu_eval_choice,
+    mmmu_eval_open,
+    mmmu_parse_choice,
+    mmmu_parse_open,
+    scienceqa_parse_choice,
+)
+from kbvqa.metrics.evqa import evqa_exact_match, evqa_score, mean_evqa_score
+from kbvqa.metrics.infoseek import (
+    harmonic_mean,
+    infoseek_evaluate,
+    infoseek_exact_match,
+    infoseek_score,
+    numeric_range_correct,
+    parse_numeric_prediction,
+    range_iou,
+)
+from kbvqa.metrics.lexeval import evaluate_latex
+from kbvqa.metrics.mathvision import (
+    mathvision_correct,
+    mathvision_extract_answer,
+    mathvision_is_equal,
+)
+from kbvqa.metrics.normalize import evqa_normalize, infoseek_normalize, vqa_normalize
+from kbvqa.metrics.porter import porter_stem
+from kbvqa.metrics.retrieval import (
+    RetrievalScores,
+    average_precision,
+    hit_at_k,
+    mean_over_queries,
+    mean_reciprocal_rank,
+    mean_retrieval_prf,
+    pubmed_id,
+    recall_at_k,
+    reciprocal_rank,
+    retrieval_prf,
+)
+from kbvqa.metrics.rouge import RougeScore, mean_rouge, rouge_n, rouge_su, rouge_tokens
+from kbvqa.metrics.vqa import mean_vqa_accuracy, vqa_accuracy
+
+__all__ = [
+    "RetrievalScores", "RougeScore", "average_precision", "choice_accuracy", "evaluate_latex",
+    "evqa_exact_match", "evqa_normalize", "evqa_score", "harmonic_mean", "hit_at_k",
+    "infoseek_evaluate", "infoseek_exact_match", "infoseek_normalize", "infoseek_score",
+    "mathvision_correct", "mathvision_extract_answer", "mathvision_is_equal", "mean_evqa_score",
+    "mean_over_queries", "mean_reciprocal_rank", "mean_retrieval_prf", "mean_rouge",
+    "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open",
+    "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct", "parse_numeric_prediction",
+    "porter_stem", "pubmed_id", "range_iou", "recall_at_k", "reciprocal_rank", "retrieval_prf",
+    "rouge_n", "rouge_su", "rouge_tokens", "scienceqa_parse_choice", "vqa_accuracy",
+    "vqa_normalize",
+]
