@@ -1,0 +1,20 @@
+"""One VLM interface for every chapter (``VLM``), over transformers' image-text-to-text models.
+
+- ``VLM`` (``vlm.py``): ``from_pretrained`` / ``from_model``, ``generate``, ``p_yes``,
+  ``completion_logprobs``, ``add_lora``, ``save_pretrained``.
+- prompts (``chat.py``): chats of text and image parts; ``make_chat(text, image)``.
+- tiny models (``families.py``): ``tiny_config``, ``build_tokenizer``, ``build_tiny_vlm`` for the
+  Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.
+- torchvision-free processors (``processors.py``), loading options (``loading.py``), hub
+  checkpoints per role (``checkpoints.py``).
+
+Importing this package registers the image-only Qwen processors with ``AutoProcessor``.
+"""
+from kbvqa.models.chat import make_chat
+from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint
+from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
+from kbvqa.models.scoring import CompletionLogprobs
+from kbvqa.models.vlm import VLM, Generations
+
+__all__ = ["VLM", "Generations", "CompletionLogprobs", "make_chat", "FAMILIES", "TinySpec", "tiny_config",
+           "build_tokenizer", "build_tiny_vlm", "GPU_CHECKPOINTS", "gpu_checkpoint"]

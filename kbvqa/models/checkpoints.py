@@ -1,0 +1,37 @@
+"""Which hub checkpoint each chapter role uses in the gpu profile (one Colab-class GPU).
+
+The papers' models are larger than one free GPU holds; each role names the largest checkpoint of
+the paper's family that fits with room for batching, and ``PAPER_MODELS`` records what the paper
+used so the book can say how far the reproduction is from it. Nothing here downloads: the ids go
+to ``VLM.from_pretrained`` in the gpu profile only (the cpu profile uses the tiny checkpoint).
+
+Leaves out: the tiny cpu checkpoint (``kbvqa.models.tiny``), loading (``loading.py``).
+"""
+from __future__ import annotations
+
+GPU_CHECKPOINTS = {
+    "generator": "Qwen/Qwen2-VL-2B-Instruct",          # RCTS answers, SeRTS text generation
+    "reasoner": "Qwen/Qwen2-VL-2B-Instruct",           # RCTS reasoning contexts (§3.2)
+    "reag_generator": "Qwen/Qwen2.5-VL-3B-Instruct",   # ReAG generator (cold start + GRPO)
+    "critic": "Qwen/Qwen2.5-VL-3B-Instruct",           # ReAG critic, P(Yes) (Eq. 4)
+    "judge": "Qwen/Qwen3-VL-2B-Instruct",              # MOLT tournament judge
+    "rl_policy": "HuggingFaceTB/SmolVLM-256M-Instruct",  # GRPO/PPO chapters on one GPU
+    "rl_policy_large": "HuggingFaceTB/SmolVLM-500M-Instruct",
+}
+
+PAPER_MODELS = {
+    "generator": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code); Llama2-7B-chat / GPT-3.5 (SeRTS)",
+    "reasoner": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code)",
+    "reag_generator": "Qwen2.5-VL-7B / 3B (ReAG)",
+    "critic": "Qwen2.5-VL-3B fine-tuned on 1M ReflectiVA samples (ReAG supplement A)",
+    "judge": "Qwen3-VL-4B/8B-Instruct (MOLT)",
+    "rl_policy": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
+    "rl_policy_large": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
+}
+
+
+def gpu_checkpoint(role: str) -> str:
+    """The hub id for ``role`` in the gpu profile; an unknown role raises ``ValueError``."""
+    if role not in GPU_CHECKPOINTS:
+        raise ValueError(f"unknown model role {role!r}; known roles: {sorted(GPU_CHECKPOINTS)}")
+    return GPU_CHECKPOINTS[role]

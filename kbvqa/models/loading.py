@@ -1,0 +1,165 @@
+"""Loading a VLM checkpoint: device and dtype, 4-bit / AWQ / GPTQ, LoRA adapters.
+
+``load_model(path_or_id, ...)`` returns ``(model, processor)`` for ``VLM.from_pretrained``:
+
+- a local directory is read with ``local_files_only=True`` (no network, whatever HF_HUB_OFFLINE
+  says); a hub id goes through the normal hub cache (gpu profile only, never in tests);
+- a directory holding a LoRA adapter (``adapter_config.json``, as ``VLM.save_pretrained`` writes for
+  a LoRA model) loads its base checkpoint, then the adapter on top;
+- ``device=None`` -> CUDA when present, else CPU; ``dtype=None`` -> bfloat16 on a GPU that supports
+  it (float16 otherwise), float32 on CPU; ``"auto"`` keeps the checkpoint's dtype;
+- ``load_in_4bit=True`` quantises with bitsandbytes (NF4, bf16 compute; CUDA only);
+- a checkpoint already quantised (``quantization_config`` in its config, e.g. ``...-AWQ`` or
+  ``...-GPTQ-Int4``) loads through transformers' own support, which in transformers 5.23 needs
+  ``gptqmodel`` (AWQ) or ``optimum`` + ``gptqmodel`` (GPTQ). Missing backends raise ``ImportError``
+  saying what to install, before anything is downloaded or loaded.
+
+``wrap_lora`` puts peft LoRA adapters on the *language model* only (the vision tower stays frozen,
+as in ReAG's critic where the vision encoder is frozen); ``vision=True`` adapts it too.
+
+Leaves out: the VLM operations (``vlm.py``), tiny models (``families.py``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+BACKENDS = {  # quant_method -> (modules that must import, what to install)
+    "bitsandbytes": (("bitsandbytes",), "pip install 'bitsandbytes>=0.45'  (or: pip install 'kbvqa[gpu]')"),
+    "awq": (("gptqmodel",), "pip install gptqmodel  (transformers 5.23 loads AWQ checkpoints through it)"),
+    "gptq": (("optimum", "gptqmodel"), "pip install optimum gptqmodel"),
+}
+VISION_MODULES = ("visual", "vision_model", "vision_tower")
+
+
+def require_backend(method: str) -> None:
+    """Raise ``ImportError`` naming the package to install when ``method``'s backend is missing."""
+    if method not in BACKENDS:
+        raise ValueError(f"unsupported quantisation method {method!r}; supported: {sorted(BACKENDS)}")
+    modules, install = BACKENDS[method]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"loading a {method} model needs {', '.join(missing)}, which is not installed: {install}")
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but no CUDA device is available")
+    return device
+
+
+def resolve_dtype(dtype: Any, device: torch.device):
+    if dtype is None:
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if dtype == "auto" or isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
+        return getattr(torch, dtype)
+    raise ValueError(f"dtype must be None, 'auto', a torch.dtype or its name, got {dtype!r}")
+
+
+def quantization_method(config) -> str | None:
+    """``quant_method`` of a config's ``quantization_config`` (lower case), or None."""
+    quant = getattr(config, "quantization_config", None)
+    if quant is None:
+        return None
+    method = quant.get("quant_method") if isinstance(quant, dict) else getattr(quant, "quant_method", None)
+    return str(getattr(method, "value", method)).lower() if method is not None else None
+
+
+def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, **kwargs):
+    """``(model, processor)`` for a checkpoint; see the module docstring. ``kwargs`` go to
+    ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``)."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from kbvqa.models.processors import family_of, load_processor
+
+    path = str(path_or_id)
+    adapter = Path(path) / "adapter_config.json"
+    if adapter.is_file():
+        return _load_adapter(path, json.loads(adapter.read_text()), device, dtype, load_in_4bit, **kwargs)
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
+    hub = {"local_files_only": True} if Path(path).is_dir() else {}
+    config = AutoConfig.from_pretrained(path, **hub)
+    family = family_of(config)
+    method = quantization_method(config)
+    if method is not None:
+        require_backend(method)
+    if load_in_4bit:
+        if method is not None:
+            raise ValueError(f"{path} is already quantised ({method}); drop load_in_4bit")
+        require_backend("bitsandbytes")
+        if device.type != "cuda":
+            raise ValueError("load_in_4bit needs a CUDA device")
+    processor = load_processor(path, family=family, **hub)
+    options: dict[str, Any] = dict(dtype=dtype, **hub, **kwargs)
+    if load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        compute = torch.bfloat16 if dtype in ("auto", torch.float32) else dtype
+        options["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                            bnb_4bit_compute_dtype=compute)
+    if load_in_4bit or method is not None:
+        options["device_map"] = {"": device.index or 0} if device.type == "cuda" else {"": "cpu"}
+    model = AutoModelForImageTextToText.from_pretrained(path, config=config, **options)
+    if "device_map" not in options:
+        model = model.to(device)
+    return model.eval(), processor
+
+
+def _load_adapter(path, adapter_config, device, dtype, load_in_4bit, **kwargs):
+    from peft import PeftModel
+
+    from kbvqa.models.processors import load_processor
+
+    base = adapter_config.get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
+    model, _ = load_model(base, device=device, dtype=dtype, load_in_4bit=load_in_4bit, **kwargs)
+    model = PeftModel.from_pretrained(model, path, is_trainable=False)
+    return model.eval(), load_processor(path, family=model.get_base_model().config.model_type)
+
+
+def lora_pattern(target_modules: Sequence[str], vision: bool = False) -> str:
+    """A regex (peft ``target_modules``) matching the named linear layers, outside the vision tower
+    unless ``vision``."""
+    if isinstance(target_modules, str) or not target_modules or not all(
+            isinstance(t, str) and t for t in target_modules):
+        raise ValueError("target_modules must be a non-empty list of module names, e.g. ['q_proj', 'v_proj']")
+    names = "|".join(re.escape(t) for t in target_modules)
+    if vision:
+        return rf"^(.*\.)?({names})$"
+    skip = "|".join(VISION_MODULES)
+    return rf"^(?!(.*\.)?({skip})(\.|$)).*\.({names})$"
+
+
+def wrap_lora(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
+              target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False):
+    """``peft.get_peft_model`` with a LoRA config; all other weights are frozen."""
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    if hasattr(model, "peft_config"):
+        raise ValueError("the model already has LoRA adapters")
+    if not isinstance(r, int) or r < 1:
+        raise ValueError(f"r must be a positive int, got {r!r}")
+    if not alpha > 0 or not 0 <= dropout < 1:
+        raise ValueError(f"need alpha > 0 and 0 <= dropout < 1, got alpha={alpha!r}, dropout={dropout!r}")
+    pattern = lora_pattern(target_modules, vision)
+    if not any(re.fullmatch(pattern, name) for name, _ in model.named_modules()):
+        raise ValueError(f"no module matches target_modules={list(target_modules)} "
+                         f"({'with' if vision else 'outside'} the vision tower)")
+    if getattr(model, "is_loaded_in_4bit", False):
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
+    return get_peft_model(model, config)

@@ -1,0 +1,198 @@
+"""The VLM interface on tiny random models of every family, reloaded through ``from_pretrained``.
+
+Checks: generation shapes and counts, n samples, greedy determinism, seeded sampling, stop strings,
+P(Yes) against a manual softmax, completion log-probs against a manual gather, left padding equal
+to one-by-one, one vision-tower call for n samples, sampling defaults not inherited from a
+checkpoint's generation config.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+
+from kbvqa.models import FAMILIES, VLM, build_tiny_vlm, make_chat
+
+TEXTS = ["what colour is the zorp ? the zorp is red .", "the blick lives in a marsh . the mass is 3.5 kg .",
+         "is the passage relevant ? Yes No <think> </think> <answer> </answer>"]
+SIZES = dict(hidden_size=64, num_layers=2, intermediate_size=128, vision_width=32, vision_depth=1,
+             tie_embeddings=False)  # untied: a random tied model greedily repeats its last token
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def vlm(request, tmp_path_factory) -> VLM:
+    torch.set_num_threads(1)
+    built = build_tiny_vlm(request.param, texts=TEXTS, seed=0, **SIZES)
+    directory = tmp_path_factory.mktemp(request.param)
+    built.save_pretrained(directory)
+    return VLM.from_pretrained(directory, device="cpu")
+
+
+def red():
+    return Image.new("RGB", (56, 56), (200, 20, 20))
+
+
+def tall():
+    return Image.new("RGB", (60, 90), (20, 200, 20))
+
+
+def prompts():
+    return [(red(), "what colour is the zorp ?"), (tall(), "where does the blick live ? the blick lives in a marsh ."),
+            make_chat("is the mass 3.5 kg ?", image=red(), system="the zorp is red .")]
+
+
+def test_generate_shapes_and_counts(vlm):
+    out = vlm.generate(prompts(), n=3, max_new_tokens=5, seed=0, details=True)
+    assert len(out.texts) == 3 and all(len(row) == 3 for row in out.texts)
+    assert all(isinstance(t, str) for row in out.texts for t in row)
+    for ids_row, counts, done in zip(out.token_ids, out.num_tokens, out.finished):
+        assert counts == [len(ids) for ids in ids_row]
+        assert all(1 <= c <= 5 for c in counts)
+        assert all(f or c == 5 for f, c in zip(done, counts))  # unfinished means max_new_tokens
+    assert vlm.generate([(red(), "hi")], max_new_tokens=2) != []
+
+
+def test_greedy_is_deterministic_and_repeated_n_times(vlm):
+    a = vlm.generate(prompts(), n=3, temperature=0, max_new_tokens=6)
+    b = vlm.generate(prompts(), n=1, temperature=0, max_new_tokens=6)
+    assert all(len(set(row)) == 1 for row in a)
+    assert [row[0] for row in a] == [row[0] for row in b]
+
+
+def test_seeded_sampling_repeats_and_leaves_global_rng_alone(vlm):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a = vlm.generate(prompts(), n=4, max_new_tokens=6, seed=7)
+    assert torch.equal(torch.rand(3), expected)
+    assert vlm.generate(prompts(), n=4, max_new_tokens=6, seed=7) == a
+    assert vlm.generate(prompts(), n=4, max_new_tokens=6, seed=8) != a
+    assert len({s for row in a for s in row}) > 1  # samples differ from each other
+
+
+def test_checkpoint_sampling_defaults_are_not_inherited(vlm):
+    # Qwen2-VL-Instruct ships top_k=1, top_p=0.001: inherited, they would make sampling greedy.
+    config = vlm.core.generation_config
+    saved = (config.do_sample, config.top_k, config.top_p, config.temperature)
+    config.do_sample, config.top_k, config.top_p, config.temperature = True, 1, 0.001, 0.01
+    try:
+        out = vlm.generate([(red(), "what colour is the zorp ?")], n=8, max_new_tokens=6, seed=0)
+    finally:
+        config.do_sample, config.top_k, config.top_p, config.temperature = saved
+    assert len(set(out[0])) > 1
+
+
+def test_stop_string_cuts_text_and_counts(vlm):
+    prompt = [(red(), "what colour is the zorp ?")]
+    full = vlm.generate(prompt, temperature=0, max_new_tokens=16, details=True)
+    ids = full.token_ids[0][0]
+    decode = lambda x: vlm.tokenizer.decode(x, skip_special_tokens=True)  # noqa: E731
+    cut = next(k for k in range(1, len(ids)) if decode(ids[k:k + 1]).strip()
+               and decode(ids[k:k + 1]) not in decode(ids[:k]))
+    stop = decode(ids[cut:cut + 1])
+    out = vlm.generate(prompt, temperature=0, max_new_tokens=16, stop=[stop], details=True)
+    assert out.texts[0][0] == decode(ids[:cut])
+    assert out.num_tokens[0][0] == cut + 1 and out.finished[0][0]
+    kept = vlm.generate(prompt, temperature=0, max_new_tokens=16, stop=stop, include_stop=True)
+    assert kept[0][0] == decode(ids[:cut]) + stop
+
+
+def test_p_yes_is_a_softmax_over_the_two_answer_logits(vlm):
+    batch = prompts()
+    p = vlm.p_yes(batch)
+    assert p.shape == (3,) and bool(((p >= 0) & (p <= 1)).all())
+    yes, no = vlm.answer_token_id("Yes"), vlm.answer_token_id("No")
+    expected_yes = "Yes" if vlm.family.startswith("qwen") else " Yes"  # Idefics3: "Assistant: Yes"
+    assert vlm.tokenizer.convert_ids_to_tokens(yes) == expected_yes
+    with torch.no_grad():  # one full forward pass, read by hand
+        logits = vlm.model(**vlm.forward_inputs(vlm.encode(batch))).logits[:, -1].float()
+    manual = torch.exp(logits[:, yes]) / (torch.exp(logits[:, yes]) + torch.exp(logits[:, no]))
+    assert torch.allclose(p, manual, atol=1e-6)
+    vocab = vlm.p_yes(batch, normalise="vocab")
+    assert torch.allclose(vocab, torch.softmax(logits, -1)[:, yes], atol=1e-6)
+    assert bool((vocab <= p + 1e-7).all())
+    with pytest.raises(ValueError):
+        vlm.p_yes(batch, normalise="softmax")
+
+
+def test_completion_logprobs_equal_a_manual_gather(vlm):
+    batch = prompts()
+    completions = ["red", "in a marsh .", [vlm.tokenizer.eos_token_id]]
+    out = vlm.completion_logprobs(batch, completions)
+    lengths = [len(vlm.tokenizer("red", add_special_tokens=False).input_ids),
+               len(vlm.tokenizer("in a marsh .", add_special_tokens=False).input_ids), 1]
+    assert out.mask.sum(1).tolist() == lengths
+    assert out.logprobs.shape == out.mask.shape == (3, max(lengths))
+    assert out.input_ids.shape[1] == out.prompt_length + max(lengths)
+    assert not out.logprobs.requires_grad
+    assert torch.equal(out.logprobs[~out.mask], torch.zeros_like(out.logprobs[~out.mask]))
+    inputs = vlm.encode(batch)
+    full = dict(inputs, input_ids=out.input_ids, attention_mask=out.attention_mask)
+    if "mm_token_type_ids" in inputs:
+        full["mm_token_type_ids"] = torch.cat(
+            [inputs["mm_token_type_ids"], torch.zeros_like(out.completion_ids)], 1)
+    with torch.no_grad():
+        logits = vlm.model(**vlm.forward_inputs(full)).logits.float()
+    logp = torch.log_softmax(logits, -1)
+    for row, n in enumerate(lengths):
+        for t in range(n):
+            position = out.prompt_length + t
+            target = out.input_ids[row, position]
+            assert target == out.completion_ids[row, t]
+            assert abs(logp[row, position - 1, target].item() - out.logprobs[row, t].item()) < 1e-5
+
+
+def test_left_padding_matches_one_by_one(vlm):
+    batch = prompts() + ["a text-only prompt about the blick ?"]
+    completions = ["red", "marsh", "Yes", "the blick"]
+    p_batch = vlm.p_yes(batch)
+    p_single = torch.cat([vlm.p_yes([p]) for p in batch])
+    assert torch.allclose(p_batch, p_single, atol=1e-4)
+    lp_batch = vlm.completion_logprobs(batch, completions)
+    for row, (p, c) in enumerate(zip(batch, completions)):
+        single = vlm.completion_logprobs([p], [c])
+        width = single.logprobs.shape[1]
+        assert torch.allclose(lp_batch.logprobs[row, :width], single.logprobs[0], atol=1e-4)
+    greedy_batch = vlm.generate(batch, temperature=0, max_new_tokens=6)
+    assert greedy_batch == [vlm.generate([p], temperature=0, max_new_tokens=6)[0] for p in batch]
+
+
+def test_vision_tower_runs_once_for_n_samples(vlm):
+    calls = []
+
+    def count(module, args, kwargs, output):  # records how many patches / images went in
+        pixels = args[0] if args else kwargs.get("hidden_states", kwargs.get("pixel_values"))
+        calls.append(pixels.shape[0])
+
+    hook = vlm.vision_tower.register_forward_hook(count, with_kwargs=True)
+    try:
+        single = vlm.generate([(red(), "what colour is the zorp ?")], n=1, max_new_tokens=4, seed=0)
+        once = len(calls), list(calls)
+        calls.clear()
+        vlm.generate([(red(), "what colour is the zorp ?")], n=8, max_new_tokens=4, seed=0)
+    finally:
+        hook.remove()
+    assert single and once[0] == 1
+    assert len(calls) == 1 and calls == once[1]  # same input size: one image's patches, not eight
+
+
+def test_gradient_path(vlm):
+    out = vlm.completion_logprobs([(red(), "what colour ?")], ["red ."], grad=True)
+    assert out.logprobs.requires_grad
+    out.logprobs.sum().backward()
+    grads = [p.grad for p in vlm.model.parameters() if p.grad is not None]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    vlm.model.zero_grad(set_to_none=True)
+
+
+def test_bad_arguments_raise_value_error(vlm):
+    for kwargs in (dict(n=0), dict(temperature=-1.0), dict(top_p=0.0), dict(max_new_tokens=0),
+                   dict(stop=[""]), dict(seed=-1), dict(top_k=-1)):
+        with pytest.raises(ValueError):
+            vlm.generate([(red(), "hi")], **kwargs)
+    with pytest.raises(ValueError):
+        vlm.generate((red(), "hi"))  # a single prompt, not a list
+    with pytest.raises(ValueError):
+        vlm.completion_logprobs([(red(), "hi")], ["a", "b"])
+    with pytest.raises(ValueError):
+        vlm.answer_token_id("qwertyuiopasdf")  # not a word of the tiny vocabulary
