@@ -15,8 +15,8 @@ from kbvqa.models import FAMILIES, VLM, build_tiny_vlm, make_chat
 
 TEXTS = ["what colour is the zorp ? the zorp is red .", "the blick lives in a marsh . the mass is 3.5 kg .",
          "is the passage relevant ? Yes No <think> </think> <answer> </answer>"]
-SIZES = dict(hidden_size=64, num_layers=2, intermediate_size=128, vision_width=32, vision_depth=1,
-             tie_embeddings=False)  # untied: a random tied model greedily repeats its last token
+SIZES = {"hidden_size": 64, "num_layers": 2, "intermediate_size": 128, "vision_width": 32, "vision_depth": 1,
+             "tie_embeddings": False}  # untied: a random tied model greedily repeats its last token
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -86,7 +86,7 @@ def test_stop_string_cuts_text_and_counts(vlm):
     prompt = [(red(), "what colour is the zorp ?")]
     full = vlm.generate(prompt, temperature=0, max_new_tokens=16, details=True)
     ids = full.token_ids[0][0]
-    decode = lambda x: vlm.tokenizer.decode(x, skip_special_tokens=True)  # noqa: E731
+    decode = lambda x: vlm.tokenizer.decode(x, skip_special_tokens=True)
     cut = next(k for k in range(1, len(ids)) if decode(ids[k:k + 1]).strip()
                and decode(ids[k:k + 1]) not in decode(ids[:k]))
     stop = decode(ids[cut:cut + 1])
@@ -186,8 +186,8 @@ def test_gradient_path(vlm):
 
 
 def test_bad_arguments_raise_value_error(vlm):
-    for kwargs in (dict(n=0), dict(temperature=-1.0), dict(top_p=0.0), dict(max_new_tokens=0),
-                   dict(stop=[""]), dict(seed=-1), dict(top_k=-1)):
+    for kwargs in ({"n": 0}, {"temperature": -1.0}, {"top_p": 0.0}, {"max_new_tokens": 0},
+                   {"stop": [""]}, {"seed": -1}, {"top_k": -1}):
         with pytest.raises(ValueError):
             vlm.generate([(red(), "hi")], **kwargs)
     with pytest.raises(ValueError):

@@ -16,5 +16,5 @@ from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_toke
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM, Generations
 
-__all__ = ["VLM", "Generations", "CompletionLogprobs", "make_chat", "FAMILIES", "TinySpec", "tiny_config",
-           "build_tokenizer", "build_tiny_vlm", "GPU_CHECKPOINTS", "gpu_checkpoint"]
+__all__ = ["FAMILIES", "GPU_CHECKPOINTS", "VLM", "CompletionLogprobs", "Generations", "TinySpec",
+           "build_tiny_vlm", "build_tokenizer", "gpu_checkpoint", "make_chat", "tiny_config"]

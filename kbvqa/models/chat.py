@@ -20,7 +20,8 @@ Leaves out: rendering with a chat template and tokenising (``kbvqa.models.vlm``)
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kbvqa.data.schema import open_image
 
@@ -32,7 +33,7 @@ Chat = list[dict[str, Any]]
 def make_chat(text: str, image: Any = None, system: str | None = None) -> Chat:
     """A one-turn chat: optional system message, then a user message ``[image?, text]``."""
     if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
+        raise ValueError(f"text must be a str, got {type(text).__name__}")  # noqa: TRY004 (house style)
     chat: Chat = []
     if system is not None:
         chat.append({"role": "system", "content": [{"type": "text", "text": system}]})
@@ -95,7 +96,7 @@ def normalise_prompts(prompts: Any) -> list[Chat]:
     """A batch of prompts; a single prompt (a str, a tuple or one chat) is not accepted here, so
     that ``generate("hi")`` cannot silently mean five one-letter prompts."""
     if isinstance(prompts, (str, tuple)) or not isinstance(prompts, Sequence):
-        raise ValueError("prompts must be a list of prompts (wrap a single prompt in a list)")
+        raise ValueError("prompts must be a list of prompts (wrap a single prompt in a list)")  # noqa: TRY004
     if prompts and isinstance(prompts[0], dict):
         raise ValueError("prompts looks like one chat (a list of messages): wrap it in a list")
     return [normalise_chat(p) for p in prompts]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kbvqa.models.tokenizer import build_tokenizer, canonical_family, special_token_id, special_tokens
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3")
-__all__ = ["FAMILIES", "TinySpec", "tiny_config", "build_tokenizer", "build_tiny_vlm", "model_class"]
+__all__ = ["FAMILIES", "TinySpec", "build_tiny_vlm", "build_tokenizer", "model_class", "tiny_config"]
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def _text_fields(s: TinySpec, family: str) -> dict:
 
 
 def _vision_fields(s: TinySpec, family: str) -> dict:
-    common = dict(patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    common = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
     if family == "qwen2_vl":
         fields = dict(depth=s.vision_depth, embed_dim=s.vision_width, hidden_size=s.hidden_size,
                       num_heads=s.vision_heads, mlp_ratio=2, **common)
@@ -113,9 +113,9 @@ def _vision_fields(s: TinySpec, family: str) -> dict:
                       num_heads=s.vision_heads, out_hidden_size=s.hidden_size,
                       num_position_embeddings=side * side, deepstack_visual_indexes=[0], **common)
     else:  # idefics3 (SigLIP-style encoder + pixel shuffle)
-        fields = dict(hidden_size=s.vision_width, intermediate_size=2 * s.vision_width,
-                      num_hidden_layers=s.vision_depth, num_attention_heads=s.vision_heads,
-                      image_size=s.image_size, patch_size=14)
+        fields = {"hidden_size": s.vision_width, "intermediate_size": 2 * s.vision_width,
+                      "num_hidden_layers": s.vision_depth, "num_attention_heads": s.vision_heads,
+                      "image_size": s.image_size, "patch_size": 14}
     return {**fields, **s.vision}
 
 

@@ -16,9 +16,11 @@ processor's type check. The book never feeds videos and must not install torchvi
   (Where torchvision *is* installed, e.g. Colab, ``load_processor`` lets it pick the fast one.)
 - Idefics3 (SmolVLM-256M/500M) has no video part and uses the official ``Idefics3Processor``.
 
-``build_processor(family, tokenizer, image_size)`` makes the processor of a tiny model: every image
-becomes ``image_size`` x ``image_size`` pixels, i.e. ``(image_size / 14)**2 / 4`` image tokens (56 ->
-4). ``load_processor(path_or_id)`` loads the processor of a saved or hub checkpoint.
+``build_processor(family, tokenizer, image_size)`` makes the processor of a tiny model: a square
+image of any size becomes ``image_size`` x ``image_size`` pixels, i.e. ``(image_size / 14)**2 / 4``
+image tokens (56 -> 4). Other shapes keep their aspect ratio within that pixel budget (Qwen: a 2:1
+image -> 56 x 28 pixels -> 2 tokens; Idefics3 pads to the square and always spends 4).
+``load_processor(path_or_id)`` loads the processor of a saved or hub checkpoint.
 
 Leaves out: tokenizers (``tokenizer.py``), model configs (``families.py``), videos.
 """
@@ -26,9 +28,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformers import (AutoConfig, AutoProcessor, Idefics3Processor, Qwen2_5_VLConfig,
-                          Qwen2_5_VLProcessor, Qwen2VLConfig, Qwen2VLProcessor, Qwen3VLConfig,
-                          Qwen3VLProcessor)
+from transformers import (
+    AutoConfig,
+    AutoProcessor,
+    Idefics3Processor,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLProcessor,
+    Qwen2VLConfig,
+    Qwen2VLProcessor,
+    Qwen3VLConfig,
+    Qwen3VLProcessor,
+)
 
 from kbvqa.models.tokenizer import canonical_family
 

@@ -25,8 +25,8 @@ Leaves out: batching of the gradient path (one graph per call), value heads, KL 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 

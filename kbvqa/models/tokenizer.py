@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import string
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 QWEN_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                  "<|image_pad|>", "<|video_pad|>", "<|vision_pad|>", "<unk>")
@@ -115,7 +115,7 @@ def build_tokenizer(texts: Iterable[str], family: str, vocab_size: int = 4000, k
     if kind not in ("word", "bpe"):
         raise ValueError(f"kind must be 'word' or 'bpe', got {kind!r}")
     if isinstance(texts, str):
-        raise ValueError("texts must be an iterable of strings, not one string")
+        raise ValueError("texts must be an iterable of strings, not one string")  # noqa: TRY004
     texts = [_strip_specials(t, specials) for t in texts]
     floor = len(specials) + len(set(_ALWAYS))
     if vocab_size < floor:

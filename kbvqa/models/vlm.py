@@ -23,8 +23,9 @@ Leaves out: loading options (``loading.py``), the scoring maths (``scoring.py``)
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -55,13 +56,13 @@ class VLM:
 
     # ----------------------------------------------------------------------------- construction
     @classmethod
-    def from_model(cls, model, processor) -> "VLM":
+    def from_model(cls, model, processor) -> VLM:
         """Wrap an already built model (e.g. a tiny random one) and its processor."""
         return cls(model, processor)
 
     @classmethod
     def from_pretrained(cls, path_or_id: str, device: str | None = None, dtype: Any = None,
-                        load_in_4bit: bool = False, lora: dict | None = None, **kwargs) -> "VLM":
+                        load_in_4bit: bool = False, lora: dict | None = None, **kwargs) -> VLM:
         """Load a saved directory or a hub checkpoint (see ``loading.load_model``); a local
         directory is read without any network access. ``lora`` adds LoRA adapters (``add_lora``)."""
         model, processor = loading.load_model(path_or_id, device=device, dtype=dtype,
@@ -72,7 +73,7 @@ class VLM:
         return vlm
 
     def add_lora(self, r: int = 16, alpha: int = 32, dropout: float = 0.05,
-                 target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False) -> "VLM":
+                 target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False) -> VLM:
         """Wrap the model with LoRA adapters (peft); only adapter weights stay trainable."""
         self.model = loading.wrap_lora(self.model, r=r, alpha=alpha, dropout=dropout,
                                        target_modules=target_modules, vision=vision)
@@ -131,13 +132,13 @@ class VLM:
             else:  # Qwen processors take one flat list, in placeholder order
                 kwargs["images"] = [im for group in images for im in group]
         batch = self.processor(text=texts, return_tensors="pt", padding=True, **kwargs)
-        dtype = next(self.core.parameters()).dtype
+        dtype = self.core.dtype  # first floating-point parameter (4-bit weights are uint8)
         out = {}
         for key, value in batch.items():
             if not isinstance(value, torch.Tensor):
                 continue
             value = value.to(self.device)
-            out[key] = value.to(dtype) if value.is_floating_point() and dtype.is_floating_point else value
+            out[key] = value.to(dtype) if value.is_floating_point() else value
         return out
 
     def forward_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

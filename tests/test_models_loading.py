@@ -1,0 +1,166 @@
+"""Loading tiny VLMs without network or torchvision, LoRA adapters, and quantisation errors."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from kbvqa.models import FAMILIES, VLM, build_tiny_vlm
+from kbvqa.models.loading import lora_pattern, require_backend
+
+SIZES = {"hidden_size": 64, "num_layers": 2, "intermediate_size": 128, "vision_width": 32, "vision_depth": 1,
+             "tie_embeddings": False}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def prompt():
+    return [(Image.new("RGB", (56, 56), (30, 60, 200)), "what colour is the zorp ?")]
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Record (and refuse) every attempt to open a network connection."""
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network access is not allowed in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reload_without_network_gives_the_same_model(family, tmp_path, no_network):
+    from transformers import AutoProcessor
+
+    built = build_tiny_vlm(family, texts=["what colour is the zorp ? red blue"], **SIZES)
+    built.save_pretrained(tmp_path)
+    loaded = VLM.from_pretrained(tmp_path, device="cpu")
+    assert no_network == []
+    assert type(loaded.processor).__name__ == type(built.processor).__name__
+    assert not hasattr(loaded.processor, "video_processor")
+    assert loaded.tokenizer.get_vocab() == built.tokenizer.get_vocab()
+    assert torch.allclose(loaded.next_token_logits(prompt()), built.next_token_logits(prompt()), atol=1e-6)
+    assert loaded.render(prompt()) == built.render(prompt())
+    # the registered image-only processors make AutoProcessor work on the saved directory too
+    assert type(AutoProcessor.from_pretrained(tmp_path)).__name__ == type(built.processor).__name__
+    assert "torchvision" not in sys.modules
+
+
+def test_offline_subprocess_loads_every_family(tmp_path):
+    for family in FAMILIES:
+        build_tiny_vlm(family, texts=["what colour ? red"], **SIZES).save_pretrained(tmp_path / family)
+    script = textwrap.dedent(f"""
+        import sys
+        from PIL import Image
+        from kbvqa.models import VLM
+        for family in {list(FAMILIES)!r}:
+            vlm = VLM.from_pretrained({str(tmp_path)!r} + "/" + family, device="cpu")
+            out = vlm.generate([(Image.new("RGB", (56, 56)), "what colour ?")], n=2, max_new_tokens=3, seed=0)
+            assert len(out[0]) == 2, out
+        assert "torchvision" not in sys.modules
+        print("ok")
+    """)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(REPO),
+               OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_lora_trains_only_adapters_of_the_language_model(family):
+    vlm = build_tiny_vlm(family, texts=["what colour ? red"], **SIZES)
+    before = vlm.num_parameters()
+    vlm.add_lora(r=4, alpha=8, dropout=0.0, target_modules=["q_proj", "v_proj"])
+    trainable = [name for name, p in vlm.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name for name in trainable)
+    assert not any(part in name for name in trainable for part in ("visual", "vision_model"))
+    assert vlm.num_parameters(trainable_only=True) < 0.2 * before
+    out = vlm.completion_logprobs(prompt(), ["red"], grad=True)
+    out.logprobs.sum().backward()
+    lora_b = [p.grad for n, p in vlm.model.named_parameters() if "lora_B" in n]
+    assert any(g is not None and float(g.abs().sum()) > 0 for g in lora_b)
+    assert all(p.grad is None for n, p in vlm.model.named_parameters() if "lora_" not in n)
+    assert len(vlm.generate(prompt(), n=2, max_new_tokens=3, seed=0)[0]) == 2
+    with pytest.raises(ValueError):
+        vlm.add_lora()  # already wrapped
+
+
+def test_lora_pattern_skips_the_vision_tower():
+    pattern = lora_pattern(["q_proj", "v_proj"])
+    import re
+
+    assert re.fullmatch(pattern, "model.language_model.layers.0.self_attn.q_proj")
+    assert re.fullmatch(pattern, "model.text_model.layers.1.self_attn.v_proj")
+    assert not re.fullmatch(pattern, "model.vision_model.encoder.layers.0.self_attn.q_proj")
+    assert not re.fullmatch(pattern, "model.visual.blocks.0.attn.q_proj")
+    assert not re.fullmatch(pattern, "model.language_model.layers.0.self_attn.k_proj")
+    assert re.fullmatch(lora_pattern(["q_proj"], vision=True), "model.vision_model.encoder.layers.0.self_attn.q_proj")
+    with pytest.raises(ValueError):
+        lora_pattern("q_proj")
+    with pytest.raises(ValueError):
+        build_tiny_vlm("qwen2_vl", **SIZES).add_lora(target_modules=["no_such_layer"])
+
+
+def test_lora_adapter_saves_and_reloads(tmp_path):
+    build_tiny_vlm("qwen2_vl", texts=["what colour ? red"], **SIZES).save_pretrained(tmp_path / "base")
+    vlm = VLM.from_pretrained(tmp_path / "base", device="cpu", lora={"r": 4, "alpha": 8, "dropout": 0.0})
+    base_logits = vlm.next_token_logits(prompt())
+    with torch.no_grad():
+        for name, p in vlm.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    tuned = vlm.next_token_logits(prompt())
+    assert not torch.allclose(tuned, base_logits, atol=1e-3)
+    vlm.save_pretrained(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+    reloaded = VLM.from_pretrained(tmp_path / "adapter", device="cpu")
+    assert torch.allclose(reloaded.next_token_logits(prompt()), tuned, atol=1e-5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is not None, reason="bitsandbytes is installed")
+def test_4bit_without_bitsandbytes_says_what_to_install(tmp_path):
+    build_tiny_vlm("qwen2_vl", **SIZES).save_pretrained(tmp_path)
+    with pytest.raises(ImportError, match="bitsandbytes"):
+        VLM.from_pretrained(tmp_path, load_in_4bit=True)
+
+
+@pytest.mark.parametrize("method, package", [("awq", "gptqmodel"), ("gptq", "optimum")])
+def test_quantised_checkpoint_without_backend_says_what_to_install(tmp_path, method, package):
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed")
+    build_tiny_vlm("qwen2_vl", **SIZES).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": method, "bits": 4, "group_size": 128}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ImportError, match=f"pip install .*{package}"):
+        VLM.from_pretrained(tmp_path, device="cpu")
+
+
+def test_bad_loading_arguments(tmp_path):
+    with pytest.raises(ValueError):
+        require_backend("int3-magic")
+    build_tiny_vlm("idefics3", **SIZES).save_pretrained(tmp_path)
+    with pytest.raises(ValueError):
+        VLM.from_pretrained(tmp_path, dtype="float99")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError):
+            VLM.from_pretrained(tmp_path, device="cuda")
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["model_type"] = "llava"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError):
+        VLM.from_pretrained(tmp_path)
