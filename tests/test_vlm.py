@@ -196,3 +196,20 @@ def test_bad_arguments_raise_value_error(vlm):
         vlm.completion_logprobs([(red(), "hi")], ["a", "b"])
     with pytest.raises(ValueError):
         vlm.answer_token_id("qwertyuiopasdf")  # not a word of the tiny vocabulary
+
+
+def test_training_batch_loss_matches_completion_logprobs(vlm):
+    batch_prompts, completions = prompts(), ["red", "in a marsh .", "Yes"]
+    answer_only = vlm.training_batch(batch_prompts, completions)
+    with torch.no_grad():
+        loss = vlm.model(**answer_only).loss
+    scored = vlm.completion_logprobs(batch_prompts, completions, add_eos=True)
+    assert torch.allclose(loss, -scored.logprobs.sum() / scored.mask.sum(), atol=1e-5)
+    everything = vlm.training_batch(batch_prompts, completions, loss_on="all")
+    labelled = everything["labels"] != -100
+    assert int(labelled.sum()) > int((answer_only["labels"] != -100).sum())
+    image_id = vlm.core.config.image_token_id
+    assert not bool(((everything["input_ids"] == image_id) & labelled).any())
+    assert not bool(((everything["attention_mask"] == 0) & labelled).any())
+    with pytest.raises(ValueError):
+        vlm.training_batch(batch_prompts, completions, loss_on="prompt")

@@ -21,6 +21,7 @@ Leaves out: the VLM operations (``vlm.py``), tiny models (``families.py``).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -36,6 +37,21 @@ BACKENDS = {  # quant_method -> (modules that must import, what to install)
     "gptq": (("optimum", "gptqmodel"), "pip install optimum gptqmodel"),
 }
 VISION_MODULES = ("visual", "vision_model", "vision_tower")
+
+
+@contextlib.contextmanager
+def quiet_progress():
+    """Hide transformers' per-file progress bars (loading/saving a tiny model is instant and the
+    bars clutter notebook output); restores the previous setting."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
 
 
 def require_backend(method: str) -> None:
@@ -113,7 +129,8 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
                                                             bnb_4bit_compute_dtype=compute)
     if load_in_4bit or method is not None:
         options["device_map"] = {"": device.index or 0} if device.type == "cuda" else {"": "cpu"}
-    model = AutoModelForImageTextToText.from_pretrained(path, config=config, **options)
+    with quiet_progress():
+        model = AutoModelForImageTextToText.from_pretrained(path, config=config, **options)
     if "device_map" not in options:
         model = model.to(device)
     return model.eval(), processor
@@ -128,7 +145,8 @@ def _load_adapter(path, adapter_config, device, dtype, load_in_4bit, **kwargs):
     if not base:
         raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
     model, _ = load_model(base, device=device, dtype=dtype, load_in_4bit=load_in_4bit, **kwargs)
-    model = PeftModel.from_pretrained(model, path, is_trainable=False)
+    with quiet_progress():
+        model = PeftModel.from_pretrained(model, path, is_trainable=False)
     return model.eval(), load_processor(path, family=model.get_base_model().config.model_type)
 
 

@@ -1,4 +1,4 @@
-"""Scoring with one forward pass: next-token logits, P(Yes) (ReAG Eq. 4), completion log-probs.
+"""One forward pass each: next-token logits, P(Yes) (ReAG Eq. 4), completion log-probs, labels.
 
 ``p_yes`` -- ReAG Eq. 4 keeps passage p when Pr(Yes | C, q, I_q, p) > thresh (0.1 in the shipped
 scripts). The official critic (aimagelab/ReAG, ``src/critic_module/critic.py``) runs one forward
@@ -20,6 +20,10 @@ it (``answer_token_id``), which is the id the official code uses for Qwen ("Yes"
 (right-padded); one forward pass keeps only the last T+1 positions' logits (``logits_to_keep``), so
 memory grows with the completion, not the prompt. ``logprobs[b, t]`` is log pi(c_t | prompt, c_<t),
 zero where ``mask`` is False. With ``grad=True`` it is differentiable (GRPO/PPO ratios).
+
+``training_batch`` -- the same joined sequence with ``labels`` (-100 on padding, on the prompt for
+answer-only loss, on image placeholders always) so that ``vlm.model(**batch).loss`` is the usual
+shifted cross-entropy: SFT cold start, or the tiny model's pretraining with loss on every token.
 
 Leaves out: batching of the gradient path (one graph per call), value heads, KL terms (``kbvqa.rl``).
 """
@@ -105,18 +109,12 @@ def _completion_ids(tok, completion, add_eos: bool) -> list[int]:
     return ids + [tok.eos_token_id] if add_eos else ids
 
 
-def completion_logprobs(vlm, prompts, completions: Sequence, grad: bool = False,
-                        temperature: float = 1.0, add_eos: bool = False) -> CompletionLogprobs:
-    """log pi(completion tokens | prompt) for paired prompts and completions (str or id lists).
-
-    ``temperature`` divides the logits first (as the sampler did); ``add_eos`` appends the EOS id
-    to each completion (score the decision to stop). The model's train/eval mode is the caller's.
-    """
+def join_completions(vlm, prompts, completions: Sequence, add_eos: bool = False):
+    """(inputs, completion ids [B, T], mask [B, T], P): the encoded prompts (left-padded) followed
+    by the completions (right-padded), with every per-token input extended over the completion."""
     chats = normalise_prompts(prompts)
     if isinstance(completions, str) or len(completions) != len(chats):
         raise ValueError("completions must be a list with one completion per prompt")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
     tok = vlm.tokenizer
     ids = [_completion_ids(tok, c, add_eos) for c in completions]
     batch = vlm.encode(chats)
@@ -133,11 +131,47 @@ def completion_logprobs(vlm, prompts, completions: Sequence, grad: bool = False,
     for key in ("mm_token_type_ids", "token_type_ids"):  # per-token extras: completion is text
         if key in batch:
             inputs[key] = torch.cat([batch[key], torch.zeros_like(comp)], dim=1)
+    return vlm.forward_inputs(inputs), comp, mask, prompt_len
+
+
+def completion_logprobs(vlm, prompts, completions: Sequence, grad: bool = False,
+                        temperature: float = 1.0, add_eos: bool = False) -> CompletionLogprobs:
+    """log pi(completion tokens | prompt) for paired prompts and completions (str or id lists).
+
+    ``temperature`` divides the logits first (as the sampler did); ``add_eos`` appends the EOS id
+    to each completion (score the decision to stop). The model's train/eval mode is the caller's.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    inputs, comp, mask, prompt_len = join_completions(vlm, prompts, completions, add_eos)
+    width = comp.shape[1]
     with torch.set_grad_enabled(grad):
-        logits = vlm.model(**vlm.forward_inputs(inputs), logits_to_keep=width + 1, use_cache=False).logits
+        logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
         logits = logits[:, :width].float() / temperature
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
         logprobs = logprobs.masked_fill(~mask, 0.0)
     return CompletionLogprobs(logprobs=logprobs, mask=mask, completion_ids=comp,
                               input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
                               prompt_length=prompt_len)
+
+
+def training_batch(vlm, prompts, completions: Sequence, loss_on: str = "completion",
+                   add_eos: bool = True) -> dict[str, torch.Tensor]:
+    """Model inputs with ``labels`` for ``vlm.model(**batch).loss`` (SFT, tiny-model pretraining).
+
+    ``loss_on="completion"``: only completion tokens are labelled (answer-only loss);
+    ``"all"``: every real text token of prompt and completion (language-model loss over passages
+    and questions too); padding and image placeholders are never labelled (-100).
+    """
+    if loss_on not in ("completion", "all"):
+        raise ValueError(f"loss_on must be 'completion' or 'all', got {loss_on!r}")
+    from kbvqa.models.generation import placeholder_ids
+
+    inputs, _, _, prompt_len = join_completions(vlm, prompts, completions, add_eos)
+    labels = inputs["input_ids"].clone()
+    labels[inputs["attention_mask"] == 0] = -100
+    if loss_on == "completion":
+        labels[:, :prompt_len] = -100
+    else:
+        labels[torch.isin(labels, torch.tensor(placeholder_ids(vlm), device=labels.device))] = -100
+    return {**inputs, "labels": labels}

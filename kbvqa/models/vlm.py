@@ -7,9 +7,11 @@ tiny random/pretrained model on CPU and a hub checkpoint on one GPU. Prompts use
 - ``generate(prompts, n=...)``: a list (per prompt) of lists (per sample) of strings; left padding,
   temperature/top-p/top-k, stop strings, ``temperature=0`` is greedy, ``seed`` makes sampling
   repeatable. With ``details=True`` a ``Generations`` record adds token ids and counts.
-- ``p_yes(prompts)``: ReAG Eq. 4, Pr(Yes | C, q, I_q, p), from one forward pass (``p_yes.py``).
+- ``p_yes(prompts)``: ReAG Eq. 4, Pr(Yes | C, q, I_q, p), from one forward pass (``scoring.py``).
 - ``completion_logprobs(prompts, completions)``: per-token log-probabilities ``[B, T]`` with a mask
   of completion tokens, with gradients when ``grad=True`` (GRPO/PPO), see ``scoring.py``.
+- ``training_batch(prompts, completions)``: inputs with labels for ``vlm.model(**batch).loss``
+  (answer-only or whole-sequence language-model loss; SFT and tiny-model pretraining).
 
 Prefix reuse: ``generate`` asks for ``n`` samples with ``num_return_sequences=n``. In transformers
 5.23 ``generate`` runs the vision tower once on the batch's images *before* expanding the batch, and
@@ -81,7 +83,8 @@ class VLM:
 
     def save_pretrained(self, directory) -> None:
         """Save model (adapters only for a LoRA model) and processor so ``from_pretrained`` reloads."""
-        self.model.save_pretrained(directory)
+        with loading.quiet_progress():
+            self.model.save_pretrained(directory)
         self.processor.save_pretrained(directory)
 
     # ----------------------------------------------------------------------------- accessors
@@ -183,6 +186,12 @@ class VLM:
 
         return completion_logprobs(self, prompts, completions, grad=grad, temperature=temperature,
                                    add_eos=add_eos)
+
+    def training_batch(self, prompts, completions, loss_on: str = "completion", add_eos: bool = True):
+        """Inputs with ``labels`` for ``self.model(**batch).loss`` (see ``scoring.training_batch``)."""
+        from kbvqa.models.scoring import training_batch
+
+        return training_batch(self, prompts, completions, loss_on=loss_on, add_eos=add_eos)
 
     def answer_token_id(self, word: str) -> int:
         """The id the model emits first when its answer is ``word`` (see ``scoring``)."""
