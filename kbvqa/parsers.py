@@ -64,7 +64,7 @@ class RCTSAnswer(NamedTuple):
 _ANSWER_IS_LETTER = re.compile(
     r"answer\s+is\s*:?\s*(?:\*\*|\$|\\?/*boxed\{|\\text\{|[(\[])*\s*([A-Z])(?![A-Za-z0-9])",
     re.IGNORECASE)
-_BECAUSE = re.compile(r"\bBECA(?:U|SU)SE\b\s*:?", re.IGNORECASE)   # "BECASUE" typo seen in RCTS code
+_BECAUSE = re.compile(r"\bBEC(?:AUSE|ASUE)\b\s*:?", re.IGNORECASE)   # "BECASUE" typo seen in RCTS code
 
 
 def _reason_after(text: str, start: int) -> str:
@@ -149,8 +149,8 @@ def parse_think_answer(text: str) -> ThinkAnswer:
         think = text.split("</think>", 1)[0]
     else:
         think = text.split("<think>", 1)[1].split("<answer>", 1)[0] if "<think>" in text else ""
-    answer = _THINK_ANSWER_TAG.sub("", raw).strip()
-    think = _THINK_ANSWER_TAG.sub("", think).strip()
+    answer = _THINK_ANSWER_TAG.sub(" ", raw).strip()     # a space, so no words get glued
+    think = _THINK_ANSWER_TAG.sub(" ", think).strip()
     return ThinkAnswer(answer, think, source, check_think_answer_format(text))
 
 

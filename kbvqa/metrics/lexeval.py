@@ -26,7 +26,7 @@ Number = Fraction | float
 MAX_TEXT = 500        # longer strings are not answers
 MAX_DEPTH = 60        # nesting depth of brackets / calls
 MAX_EXPONENT = 64     # largest root degree taken exactly
-MAX_BITS = 2048       # numerator/denominator size kept exact
+MAX_BITS = 1000       # numerator/denominator size kept exact (stays below float's 2**1024)
 
 _TOKEN = re.compile(r"\s*(\d+\.\d*|\.\d+|\d+|\\[a-zA-Z]+|\\.|.)", re.DOTALL)
 _IGNORED = {"\\left", "\\right", "\\,", "\\!", "\\;", "\\:", "\\ ", "\\displaystyle"}

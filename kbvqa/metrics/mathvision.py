@@ -190,7 +190,8 @@ def mathvision_is_equal(answer: str, gold: str) -> bool:
     if a is None or g is None:
         return False
     ra, rg = _rounded(a), _rounded(g)
-    return bool(math.isfinite(ra) and math.isfinite(rg) and ra == rg)
+    finite = all(isinstance(x, int) or math.isfinite(x) for x in (ra, rg))
+    return bool(finite and ra == rg)
 
 
 def mathvision_correct(response: str, answer: str, options: list[str] | None = None) -> bool:
