@@ -13,6 +13,7 @@ import itertools
 import pickle
 import re
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -273,6 +274,31 @@ def test_mc_answers_follow_the_rules(world):
                    if not world.entity(m).distractor]
         outcome = [rule["mapping"][getattr(m, rule["key"])] for m in members]
         assert outcome != [test_rule["mapping"][getattr(m, test_rule["key"])] for m in members]
+
+
+def test_mc_test_needs_the_right_in_context_examples(world):
+    """Memorising mc_train does not help (its rules differ); same-key mc_kb examples give the
+    answer, look-alikes that differ in the key attribute never do."""
+    memory: dict[tuple, Counter] = {}
+    for q in world.mc_train:
+        e = world.entity(q.meta["entity_id"])
+        memory.setdefault((q.meta["template_id"], e.id), Counter())[q.answer_text] += 1
+    by_rule: dict[str, list] = {}
+    for x in world.mc_kb:
+        by_rule.setdefault(x.meta["rule_id"], []).append(x)
+    memorised = 0
+    for q in world.mc_test:
+        seen = memory.get((q.meta["template_id"], q.meta["entity_id"]))
+        memorised += bool(seen) and seen.most_common(1)[0][0] == q.answer_text
+        key, value = q.meta["key_attribute"], q.meta["key_value"]
+        examples = by_rule[q.meta["rule_id"]]
+        same = [x for x in examples if x.meta["key_value"] == value]
+        other = [x for x in examples if x.meta["key_value"] != value]
+        assert same and other and all(x.meta["key_attribute"] == key for x in examples)
+        assert all(x.answer_text == q.answer_text for x in same)
+        assert all(x.answer_text != q.answer_text for x in other)
+        assert {x.answer_text for x in other} <= set(q.options) or len(q.options) <= len(other)
+    assert memorised / len(world.mc_test) < 1 / world.config.mc_options + 0.1
 
 
 def test_helpers(world, small):

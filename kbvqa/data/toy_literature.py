@@ -1,4 +1,4 @@
-"""The toy literature corpus and its BioASQ-style questions (SeRTS works on these).
+"""The toy literature corpus and its BioASQ-style questions (SeRTS §4.1 uses BioASQ-QA).
 
 Abstracts: each fact of ``toy_lit_concepts`` (a causal gene, a symptom profile, a trial that
 worked or failed, a drug target, side effects, a description, a gene function) is reported by

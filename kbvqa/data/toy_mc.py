@@ -6,14 +6,15 @@ Design (why in-context examples matter). Each (question template, family) pair h
 stated nowhere in the documents; the only way to know it is to look at solved examples of the same
 family. Hence:
 
-- ``mc_kb`` (the RCTS knowledge base, ``KBExample`` with ``reasoning_context=None``) and
+- ``mc_kb`` (the RCTS knowledge base of §3.1, x_i = (I_i, Q_i, A_i, C_i), as ``KBExample`` with
+  ``reasoning_context=None``: C_i is generated later by §3.2's self-consistent evaluation) and
   ``mc_test`` follow the same rules (variant 0), on different views of the same creatures.
 - ``mc_train`` (to pretrain the tiny model) uses rule variants 1..V with *different* mappings for
   the same (template, family) pairs, so the rule ids of ``mc_train`` and ``mc_kb``/``mc_test`` are
   disjoint: a model cannot memorise the test rules and, zero-shot, is at chance or worse (entities
-  held out of KB-VQA training are left out of ``mc_train`` too). It must
-  learn to copy the answer from retrieved examples that show the same family *and* the same key
-  attribute: pair an ``mc_train`` item with other items of the same ``meta["rule_id"]``.
+  held out of KB-VQA training are left out of ``mc_train`` too). It must learn to copy the answer
+  from retrieved examples that show the same family *and* the same key attribute: pair an
+  ``mc_train`` item with other items of the same ``meta["rule_id"]`` (``ToyWorld.rule_examples``).
 - A rule maps different key values to different answers, and the options always include the
   answers of the family's other key values, so a retrieved look-alike that differs in the key
   attribute (same silhouette, other pattern) argues for a wrong option: retrieval and re-ranking

@@ -2,7 +2,8 @@
 
 A question asks about one fact of the creature in a cluttered query view and never names it:
 "What does this glimmerfin eat?", "In which year was this creature first described?". The subject
-noun phrase follows "this" (ReAG's subject extraction keys on it, appendix "Retrieval Details").
+noun phrase follows "this" (ReAG's subject extraction keys on it, §4.1 and appendix A,
+"Retrieval Details").
 Four answer types, as in InfoSeek / E-VQA:
 
 - string    habitat, region, diet, describer        answers = [value, aliases]

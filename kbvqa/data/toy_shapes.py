@@ -4,7 +4,8 @@ A *family* owns one silhouette: a wobbly body outline (a radial curve with a few
 family-specific aspect ratio) plus one or two appendages (forked tail, back fin, legs, ears, row of
 spikes, snout). Every member of the family reuses that exact outline and differs only in body colour
 and surface pattern, so members are visual look-alikes (the hard negatives of MOLT and ReAG) and
-their canonical images have near-identical binary masks. A ``Look`` (silhouette seed, colour,
+their canonical images have near-identical binary masks (MOLT §1: "visually near-duplicate
+images, e.g. look-alike species"; ReAG §3.2 / appendix A: hard negatives). A ``Look`` (silhouette seed, colour,
 pattern) fully determines a sprite; sprites are cached per (look, flip, size).
 
 Leaves out: backgrounds, clutter, noise and boxes (``toy_images.py``).
