@@ -164,3 +164,27 @@ def test_bad_loading_arguments(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError):
         VLM.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("family, processor_class", [("qwen2_5_vl", "Qwen2_5_VLProcessor"),
+                                                     ("idefics3", "Idefics3Processor")])
+def test_hub_style_layout_loads_without_torchvision(family, processor_class, tmp_path, no_network):
+    """Hub repos keep the image processor in preprocessor_config.json, name the official processor
+    class, ship a video processor config (Qwen) and a chat_template.json: emulate that layout."""
+    built = build_tiny_vlm(family, texts=["what colour ? red"], **SIZES)
+    built.save_pretrained(tmp_path)
+    nested = json.loads((tmp_path / "processor_config.json").read_text())
+    image = dict(nested.pop("image_processor"), processor_class=processor_class)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(image))
+    (tmp_path / "processor_config.json").write_text(json.dumps(dict(nested, processor_class=processor_class)))
+    if family.startswith("qwen"):
+        (tmp_path / "processor_config.json").unlink()
+        (tmp_path / "video_preprocessor_config.json").write_text(json.dumps(
+            {"video_processor_type": "Qwen2VLVideoProcessor", "processor_class": processor_class}))
+    template = (tmp_path / "chat_template.jinja").read_text()
+    (tmp_path / "chat_template.jinja").unlink()
+    (tmp_path / "chat_template.json").write_text(json.dumps({"chat_template": template}))
+    loaded = VLM.from_pretrained(tmp_path, device="cpu")
+    assert no_network == [] and "torchvision" not in sys.modules
+    assert loaded.render(prompt()) == built.render(prompt())
+    assert torch.allclose(loaded.next_token_logits(prompt()), built.next_token_logits(prompt()), atol=1e-6)

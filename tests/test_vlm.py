@@ -113,6 +113,7 @@ def test_p_yes_is_a_softmax_over_the_two_answer_logits(vlm):
     assert bool((vocab <= p + 1e-7).all())
     with pytest.raises(ValueError):
         vlm.p_yes(batch, normalise="softmax")
+    assert vlm.p_yes([]).shape == (0,) and vlm.generate([]) == []
 
 
 def test_completion_logprobs_equal_a_manual_gather(vlm):

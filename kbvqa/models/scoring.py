@@ -80,7 +80,8 @@ def next_token_logits(vlm, prompts, batch_size: int = 16) -> torch.Tensor:
             batch = vlm.forward_inputs(vlm.encode(chats[start:start + batch_size]))
             logits = vlm.model(**batch, logits_to_keep=1, use_cache=False).logits
             out.append(logits[:, -1].float().cpu())
-    return torch.cat(out) if out else torch.zeros(0, 0)
+    vocab = vlm.core.get_output_embeddings().weight.shape[0]
+    return torch.cat(out) if out else torch.zeros(0, vocab)
 
 
 def p_yes(vlm, prompts, yes: str = "Yes", no: str = "No", normalise: str = "pair",
