@@ -60,6 +60,8 @@ class AssocRecallConfig:
     num_heads: int = 4             # attention heads (no grouped-query sharing)
     mlp_ratio: int = 4             # intermediate size = mlp_ratio * hidden_size
     rope_theta: float = 1e6        # Qwen2-VL's value
+    init_std: float = 0.02         # initializer_range of every Linear/Embedding (Qwen2-VL: 0.02)
+    tie_embeddings: bool = False   # share input embedding and LM head (Qwen2-VL-2B does; 7B does not)
     steps: int = 3000              # optimiser steps (cosine schedule length)
     batch_size: int = 32           # sequences per step
     lr: float = 3e-3               # peak AdamW learning rate
@@ -90,7 +92,8 @@ class AssocRecallConfig:
             raise ValueError(f"min_pairs={self.min_pairs} > num_pairs={self.num_pairs}")
         if not self.name:
             self.name = (f"{self.task}_p{self.num_pairs}_h{self.hidden_size}_l{self.num_layers}"
-                         f"_lr{self.lr:g}_{self.loss_on}_s{self.seed}")
+                         f"_lr{self.lr:g}_{self.loss_on}{'_tied' if self.tie_embeddings else ''}"
+                         f"{f'_cur{self.min_pairs}' if self.min_pairs else ''}_s{self.seed}")
 
 
 def build_model(cfg: AssocRecallConfig, vocab_size: int):
@@ -107,10 +110,11 @@ def build_model(cfg: AssocRecallConfig, vocab_size: int):
             intermediate_size=cfg.mlp_ratio * cfg.hidden_size, num_attention_heads=cfg.num_heads,
             num_key_value_heads=cfg.num_heads, max_position_embeddings=1024,
             rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta, "mrope_section": mrope},
-            bos_token_id=1, eos_token_id=4, pad_token_id=0),
+            bos_token_id=1, eos_token_id=4, pad_token_id=0, initializer_range=cfg.init_std),
         vision_config=dict(depth=1, embed_dim=32, hidden_size=cfg.hidden_size, num_heads=1),
         vision_start_token_id=vocab_size, vision_end_token_id=vocab_size + 1,
-        image_token_id=vocab_size + 2, video_token_id=vocab_size + 3, tie_word_embeddings=False)
+        image_token_id=vocab_size + 2, video_token_id=vocab_size + 3,
+        tie_word_embeddings=cfg.tie_embeddings)
     config._attn_implementation = "sdpa"
     return Qwen2VLForConditionalGeneration(config)
 
@@ -246,11 +250,32 @@ def train(cfg: AssocRecallConfig, out_dir: Path | None = RESULTS_DIR, progress: 
     return record
 
 
+def results_table(results_dir: Path = RESULTS_DIR) -> str:
+    """A markdown table of every results JSON in ``results_dir`` (for README.md), sorted by name."""
+    rows = ["| run | task | pairs | h x layers | lr | loss on | steps | min | steps/s | acc | 95 % at |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted(results_dir.glob("*.json")):
+        r = json.loads(path.read_text())
+        c = r["config"]
+        pairs = f"{c['min_pairs']}->{c['num_pairs']}" if c["min_pairs"] else str(c["num_pairs"])
+        reached = f"{r['steps_to_95']} ({r['minutes_to_95']:.1f} min)" if r.get("steps_to_95") else "-"
+        rows.append(f"| {c['name']} | {c['task']} | {pairs} | {c['hidden_size']}x{c['num_layers']} | "
+                    f"{c['lr']:g} | {c['loss_on']} | {r.get('steps_done', 0)} | {r.get('wall_s', 0) / 60:.1f} | "
+                    f"{r.get('steps_per_s', 0):.1f} | {r.get('final_acc', 0):.3f} | {reached} |")
+    return "\n".join(rows)
+
+
 def parse_args(argv: list[str] | None = None) -> AssocRecallConfig:
     """Every ``AssocRecallConfig`` field as a ``--flag`` with its default and type."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    def as_bool(text: str) -> bool:
+        if text.strip().lower() not in ("1", "0", "true", "false", "yes", "no"):
+            raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+        return text.strip().lower() in ("1", "true", "yes")
+
     for f in dataclasses.fields(AssocRecallConfig):
-        parser.add_argument(f"--{f.name}", type=type(f.default), default=f.default)
+        kind = as_bool if isinstance(f.default, bool) else type(f.default)
+        parser.add_argument(f"--{f.name}", type=kind, default=f.default)
     return AssocRecallConfig(**vars(parser.parse_args(argv)))
 
 
