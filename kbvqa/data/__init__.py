@@ -25,3 +25,18 @@ from kbvqa.data.datasets import (  # noqa: E402  (real datasets, after the schem
 
 __all__ += ["REGISTRY", "DatasetInfo", "DatasetNotAvailable", "dataset_info",
             "download_official_files", "load_dataset", "load_knowledge_base"]
+
+from kbvqa.data.toyworld import (  # noqa: E402  (the toy world, built on the schema)
+    TOYWORLD_VERSION,
+    ToyWorld,
+    ToyWorldConfig,
+    build_world,
+    draw_query,
+    family_grid,
+    get_world,
+    load_world,
+    timed_build,
+)
+
+__all__ += ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world", "draw_query",
+            "family_grid", "get_world", "load_world", "timed_build"]

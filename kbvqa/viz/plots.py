@@ -1,0 +1,76 @@
+"""Small, pure plotting helpers shared by chapters (they return matplotlib Figures, write nothing).
+
+``plot_world_stats`` draws the toy world's statistics (``ToyWorld.stats()``) as one row of bar
+charts; ``image_grid`` lays PIL images out with captions. Figures are closed before they are
+returned, so a notebook shows each exactly once (as the cell's value). Leaves out: trees and tournaments
+(their own ``draw_*`` modules) and the pipeline map (``pipeline.py``).
+"""
+from __future__ import annotations
+
+import math
+
+
+def _bars(ax, counts: dict, title: str, colour: str):
+    names, values = list(counts), list(counts.values())
+    ax.bar(range(len(values)), values, color=colour)
+    ax.set_xticks(range(len(values)), names, rotation=35, ha="right", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    for x, v in enumerate(values):
+        ax.text(x, v, str(v), ha="center", va="bottom", fontsize=7)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def plot_world_stats(stats: dict):
+    """Four bar charts: split sizes, KB-VQA answer types, MC templates, literature question types."""
+    import matplotlib.pyplot as plt
+
+    needed = ("kbvqa_train", "kbvqa_test", "mc_train", "mc_kb", "mc_test", "lit_questions",
+              "kbvqa_answer_types", "mc_templates", "lit_question_types")
+    missing = [k for k in needed if k not in stats]
+    if missing:
+        raise ValueError(f"stats is missing {missing}; pass ToyWorld.stats()")
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+    splits = {k: stats[k] for k in ("kbvqa_train", "kbvqa_test", "mc_train", "mc_kb", "mc_test",
+                                    "lit_questions")}
+    splits["literature"] = stats.get("literature", 0)
+    _bars(axes[0], splits, "records per split", "#4c72b0")
+    types = stats["kbvqa_answer_types"]
+    all_types = sorted({t for s in types.values() for t in s})
+    for i, (split, colour) in enumerate((("kbvqa_train", "#55a868"), ("kbvqa_test", "#c44e52"))):
+        xs = [j + (i - 0.5) * 0.4 for j in range(len(all_types))]
+        axes[1].bar(xs, [types[split].get(t, 0) for t in all_types], width=0.4, color=colour,
+                    label=split)
+    axes[1].set_xticks(range(len(all_types)), all_types, fontsize=8)
+    axes[1].set_title("KB-VQA answer types", fontsize=10)
+    axes[1].legend(fontsize=7, frameon=False)
+    axes[1].spines[["top", "right"]].set_visible(False)
+    _bars(axes[2], stats["mc_templates"], "multiple-choice templates (mc_kb)", "#8172b2")
+    _bars(axes[3], stats["lit_question_types"], "literature question types", "#ccb974")
+    fig.tight_layout()
+    plt.close(fig)  # shown once, by the notebook's display of the returned figure
+    return fig
+
+
+def image_grid(images, captions=None, n_cols: int = 4, size: float = 2.4):
+    """A Figure showing PIL images in a grid, each with an optional caption."""
+    import matplotlib.pyplot as plt
+
+    images = list(images)
+    if not images:
+        raise ValueError("image_grid needs at least one image")
+    if captions is not None and len(captions) != len(images):
+        raise ValueError("captions must match images one to one")
+    n_cols = max(1, min(n_cols, len(images)))
+    n_rows = math.ceil(len(images) / n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols, size * n_rows + 0.3 * n_rows),
+                             squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for i, im in enumerate(images):
+        ax = axes.flat[i]
+        ax.imshow(im)
+        if captions is not None:
+            ax.set_title(captions[i], fontsize=8)
+    fig.tight_layout()
+    plt.close(fig)  # shown once, by the notebook's display of the returned figure
+    return fig
