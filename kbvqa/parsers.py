@@ -33,6 +33,13 @@ def strip_special_tokens(text: str) -> str:
     return _SPECIAL_TOKEN.sub("", str(text))
 
 
+def _last_tag_end(text: str, tag: str, start: int = 0) -> int:
+    """End index of the last case-insensitive ``tag`` at or after ``start``, -1 if none (not via
+    ``text.lower()``: lower-casing can change the length, e.g. of "İ")."""
+    ends = [start + m.end() for m in re.finditer(re.escape(tag), text[start:], re.IGNORECASE)]
+    return ends[-1] if ends else -1
+
+
 # --- \boxed{...} ---------------------------------------------------------------------------------
 _BOXED_OPEN = re.compile(r"(?:boxed|fbox)\s*\{")
 
@@ -168,10 +175,9 @@ def parse_score(text: str, low: int = 0, high: int = 5) -> int | None:
     """
     text = str(text)
     pairs = list(_SCORE_PAIR.finditer(text))
-    tail_start = pairs[-1].end() if pairs else 0
-    opening = text.lower().rfind("<score>", tail_start)
+    opening = _last_tag_end(text, "<score>", pairs[-1].end() if pairs else 0)
     if opening != -1:
-        content = text[opening + len("<score>"):]
+        content = text[opening:]
     elif pairs:
         content = pairs[-1].group(1)
     else:
@@ -209,8 +215,8 @@ def parse_query(text: str) -> QueryProposal:
     for m in reversed(list(_QUERY_PAIR.finditer(text))):
         if query := _clean_query(m.group(1)):
             return QueryProposal(query, _PLACEHOLDER.search(m.group(1)) is None)
-    opening = text.lower().rfind("<query>")
-    if opening != -1 and (query := _clean_query(text[opening + len("<query>"):])):
+    opening = _last_tag_end(text, "<query>")
+    if opening != -1 and (query := _clean_query(text[opening:])):
         return QueryProposal(query, False)
     for m in reversed(list(_QUOTED.finditer(text))):
         if query := _clean_query(m.group(1)):
@@ -311,26 +317,22 @@ def parse_tournament(text: str) -> TournamentTranscript:
     among the candidates, winners carried over) are left to the caller; see ``chain_consistent``.
     """
     text = strip_special_tokens(text)
-    evidence_at = text.lower().rfind("<evidence>")
-    body = text if evidence_at == -1 else text[:evidence_at]
+    evidence_end = _last_tag_end(text, "<evidence>")
+    body = text if evidence_end == -1 else text[:evidence_end - len("<evidence>")]
     starter = "<round>" if re.search("<round>", body, re.IGNORECASE) else "<compare>"
     pieces = re.split(f"(?={starter})", body, flags=re.IGNORECASE)
-    rounds = []
-    for piece in pieces:
-        if not piece.lower().startswith(starter):
-            continue
-        closed = re.search("</round>", piece, re.IGNORECASE) is not None
-        rounds.append(_parse_round(re.split("</round>", piece, flags=re.IGNORECASE)[0], closed))
+    rounds = tuple(_parse_round(re.split("</round>", p, flags=re.IGNORECASE)[0],
+                                re.search("</round>", p, re.IGNORECASE) is not None)
+                   for p in pieces if re.match(starter, p, re.IGNORECASE))
     evidence = None
-    if evidence_at != -1:
-        tail = text[evidence_at + len("<evidence>"):]
-        evidence = _molt_id(re.split(r"</evidence>|\n", tail, maxsplit=1, flags=re.IGNORECASE)[0].split("<")[0])
-    rounds_t = tuple(rounds)
-    problems = _format_problems(text, rounds_t)
+    if evidence_end != -1:
+        tail = re.split(r"</evidence>|\n", text[evidence_end:], maxsplit=1, flags=re.IGNORECASE)[0]
+        evidence = _molt_id(tail.split("<")[0])
+    problems = _format_problems(text, rounds)
     if evidence is None:
         problems.append("no final <evidence> id")
-    problems += ["an unclosed <round>"] * any(not r.closed for r in rounds_t)
-    return TournamentTranscript(rounds_t, evidence, not problems, tuple(dict.fromkeys(problems)))
+    problems += ["an unclosed <round>"] * any(not r.closed for r in rounds)
+    return TournamentTranscript(rounds, evidence, not problems, tuple(dict.fromkeys(problems)))
 
 
 _INTEGER = re.compile(r"(?<![\d.])[+-]?\d{1,9}(?![\d.]\d)")

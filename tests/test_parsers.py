@@ -281,3 +281,12 @@ def test_molt_without_round_tags_and_unclosed_evidence():
 ])
 def test_candidate_number(text, kwargs, value):
     assert parse_candidate_number(text, **kwargs) == value
+
+
+def test_tags_found_after_characters_that_change_length_when_lower_cased():
+    # "İ".lower() is two characters long: positions must not come from text.lower().
+    prefix = "İ" * 8
+    assert parse_score(prefix + "<score>3") == 3
+    assert parse_query(prefix + "<query> find this") == QueryProposal("find this", False)
+    assert parse_tournament(prefix + "<evidence>3</evidence>").evidence == "3"
+    assert parse_score("<SCORE>4</SCORE>") == 4
