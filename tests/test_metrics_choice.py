@@ -82,6 +82,9 @@ def test_mmmu_open_answers():
     assert mmmu_eval_open("Paris", mmmu_parse_open("Therefore the capital is paris"))
     assert not mmmu_eval_open("12", mmmu_parse_open("The result is 13"))
     assert not mmmu_eval_open("a", mmmu_parse_open("The answer is banana"))  # " a"/"a " only
+    # Official quirk: an empty tail ("is " at a line end) counts as "not found yet", so the
+    # next indicator ("answer ") wins and the key response is the word "is".
+    assert mmmu_parse_open("The answer is \nunclear") == ["is"]
 
 
 # ------------------------------------------------------------------ ScienceQA (RCTS scorer)

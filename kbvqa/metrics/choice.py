@@ -103,7 +103,7 @@ def _key_subresponses(response: str) -> list[str]:
         for ind in indicators:
             if ind in part:
                 tail = part.split(ind)[-1].strip()
-                if shortest is None or len(tail) < len(shortest):
+                if not shortest or len(tail) < len(shortest):   # "" counts as unset, as officially
                     shortest = tail
         if shortest and shortest.strip() not in _TRIVIAL:
             keys.append(shortest)
