@@ -1,4 +1,4 @@
-"""VQA accuracy, InfoSeek and Encyclopedic-VQA scorers (kbvqa.metrics.vqa / infoseek / evqa).
+"""VQA accuracy, InfoSeek and Encyclopedic-VQA scorers (kbvqa.metrics.vqa).
 
 Expected values are worked out by hand in the comments, from the official formulas.
 """
@@ -20,7 +20,7 @@ from kbvqa.metrics import (
     vqa_accuracy,
     vqa_normalize,
 )
-from kbvqa.metrics.evqa import mean_evqa_score
+from kbvqa.metrics.vqa import mean_evqa_score
 
 # ------------------------------------------------------------------ VQA accuracy (10 annotators)
 

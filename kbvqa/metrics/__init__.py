@@ -3,9 +3,9 @@
 Modules (each docstring names the official file it mirrors):
 
 - ``normalize``   answer normalisation of VQA v2, InfoSeek and Encyclopedic-VQA
-- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2)
-- ``infoseek``    InfoSeek string/time/numerical scoring and the harmonic-mean final score
-- ``evqa``        Encyclopedic-VQA exact match, multi-answer IoU and a BEM hook
+- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2); InfoSeek string/time/numerical
+                  scoring and its harmonic-mean final score; Encyclopedic-VQA exact match,
+                  multi-answer IoU and a BEM hook
 - ``choice``      MMMU multiple-choice / open parsing and ScienceQA letter accuracy
 - ``mathvision``  MATH-Vision answer extraction and equality (``lexeval``: safe LaTeX arithmetic)
 - ``retrieval``   BioASQ precision/recall/F1/hit rate, Recall@K, MRR, average precision
@@ -22,16 +22,6 @@ from kbvqa.metrics.choice import (
     mmmu_parse_choice,
     mmmu_parse_open,
     scienceqa_parse_choice,
-)
-from kbvqa.metrics.evqa import evqa_exact_match, evqa_score, mean_evqa_score
-from kbvqa.metrics.infoseek import (
-    harmonic_mean,
-    infoseek_evaluate,
-    infoseek_exact_match,
-    infoseek_score,
-    numeric_range_correct,
-    parse_numeric_prediction,
-    range_iou,
 )
 from kbvqa.metrics.lexeval import evaluate_latex
 from kbvqa.metrics.mathvision import (
@@ -54,7 +44,20 @@ from kbvqa.metrics.retrieval import (
     retrieval_prf,
 )
 from kbvqa.metrics.rouge import RougeScore, mean_rouge, rouge_n, rouge_su, rouge_tokens
-from kbvqa.metrics.vqa import mean_vqa_accuracy, vqa_accuracy
+from kbvqa.metrics.vqa import (
+    evqa_exact_match,
+    evqa_score,
+    harmonic_mean,
+    infoseek_evaluate,
+    infoseek_exact_match,
+    infoseek_score,
+    mean_evqa_score,
+    mean_vqa_accuracy,
+    numeric_range_correct,
+    parse_numeric_prediction,
+    range_iou,
+    vqa_accuracy,
+)
 
 __all__ = [
     "RetrievalScores", "RougeScore", "average_precision", "choice_accuracy", "evaluate_latex",

@@ -16,14 +16,20 @@
                           ``#$%^&*()[].,;:{}``, take the first "The answer is <capital>"; no
                           guess when it fails (the question counts as wrong).
 
-What this file leaves out: MATH-Vision (``mathvision.py``) and the RCTS reason parser
-(``kbvqa.parsers.parse_rcts_answer``).
+What this file leaves out: MATH-Vision (``mathvision.py``, whose entry points are re-exported here)
+and the RCTS reason parser (``kbvqa.parsers.parse_rcts_answer``).
 """
 from __future__ import annotations
 
 import random
 import re
 from collections.abc import Mapping, Sequence
+
+from kbvqa.metrics.mathvision import (  # noqa: F401
+    mathvision_correct,
+    mathvision_extract_answer,
+    mathvision_is_equal,
+)
 
 _EDGE_PUNCTUATION = (",", ".", "!", "?", ";", ":", "'")
 _KEY_INDICATORS = ("could be ", "so ", "is ", "thus ", "therefore ", "final ", "answer ", "result ")
