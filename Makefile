@@ -10,7 +10,6 @@ export PYTHONHASHSEED := 0
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
-export MPLBACKEND := Agg
 
 # pytest exits 5 when it collects nothing: say so and fail, rather than pass silently.
 define run_pytest
@@ -25,7 +24,17 @@ help:
 	@echo "make test   - unit tests, execute the book once with -W, check the built HTML"
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
 
-$(STAMP): pyproject.toml requirements/constraints-cpu.txt
+# System packages: ROUGE-1.5.5 (the reference our ROUGE is tested against) needs Perl's XML::Parser.
+SYSDEPS := $(VENV)/.sysdeps
+$(SYSDEPS):
+	@mkdir -p $(VENV)
+	@perl -MXML::Parser -e1 2>/dev/null || { \
+	  echo "installing libxml-parser-perl (for the ROUGE-1.5.5 reference)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libxml-parser-perl; }
+	touch $(SYSDEPS)
+
+$(STAMP): pyproject.toml requirements/constraints-cpu.txt | $(SYSDEPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c requirements/constraints-cpu.txt -e ".[cpu,book,dev]"
