@@ -121,7 +121,7 @@ def example_texts(example: Example) -> list[str]:
 
 def pretrain_corpus_texts(world, samples_per_task: int = 20) -> list[str]:
     """Texts to train the tiny model's word-level tokenizer on (no test answers among them); every
-    word in both its forms. About 4,600 distinct pieces for the default world: build the tokenizer
+    word in both its forms. About 4,800 distinct pieces for the default world: build the tokenizer
     with ``vocab_size=5000`` to keep them all (``token_length_report`` shows the unknown rate)."""
     from kbvqa.prompts import list_prompts, load_prompt
 
@@ -130,7 +130,7 @@ def pretrain_corpus_texts(world, samples_per_task: int = 20) -> list[str]:
         texts += [q.question, q.context, q.solution, q.meta.get("rationale", "")] + list(q.options or [])
     texts += [f"{item.title}. {item.text}" for item in world.literature]
     texts += [f"{q.question} {q.solution}" for q in mc_lit.lit_question_split(world)[0]]
-    texts += [name for names in world.synonyms.values() for name in names]   # the synonym table
+    texts += [n[:1].upper() + n[1:] + " " + n for names in world.synonyms.values() for n in names]  # synonyms
     texts += [load_prompt(name) for name in list_prompts()]
     for short in (True, False):
         cfg = PretrainMixConfig(short_prompts=short)
@@ -159,8 +159,19 @@ def pretrain_batch(vlm, examples: list[Example]):
     return batch
 
 
-from kbvqa.models.pretrain_eval import EVAL_TASKS, eval_examples, token_length_report  # noqa: E402
+from kbvqa.models.pretrain_eval import EVAL_TASKS, eval_examples, token_length_report
 
-__all__ = ["DEFAULT_WEIGHTS", "EVAL_TASKS", "Example", "PretrainMixConfig", "TASKS", "eval_examples",
-           "example_texts", "iter_pretrain_examples", "make_example", "pretrain_batch",
-           "pretrain_corpus_texts", "token_length_report"]
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "EVAL_TASKS",
+    "TASKS",
+    "Example",
+    "PretrainMixConfig",
+    "eval_examples",
+    "example_texts",
+    "iter_pretrain_examples",
+    "make_example",
+    "pretrain_batch",
+    "pretrain_corpus_texts",
+    "token_length_report",
+]

@@ -283,7 +283,7 @@ def _fact_sentence(name: str, clause: str) -> str:
     """"it eats moss" -> "The zorvel eats moss."; "its range is ..." -> "The zorvel's range is ..."."""
     if clause.startswith("its "):
         return f"The {name}'s {clause[4:]}."
-    return f"The {name} {clause[3:] if clause.startswith('it ') else clause}."
+    return f"The {name} {clause.removeprefix('it ')}."
 
 
 def lookup_drill(world, rng, cfg) -> Example:

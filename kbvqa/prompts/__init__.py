@@ -26,7 +26,7 @@ parsing the answers (``kbvqa.parsers``).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -43,7 +43,7 @@ def _files() -> dict[str, str]:
     return {f.name[:-4]: f.name for f in folder.iterdir() if f.name.endswith(".txt")}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> tuple[dict[str, str], str]:
     """(header fields, template text) of ``name``; raises ``ValueError`` for an unknown name."""
     files = _files()
