@@ -4,8 +4,7 @@ import io
 import pytest
 from PIL import Image
 
-from kbvqa.data.schema import (Document, KBExample, LiteratureItem, Passage, Query, open_image,
-                               option_letters)
+from kbvqa.data.schema import Document, KBExample, LiteratureItem, Passage, Query, open_image, option_letters
 
 
 def _doc():

@@ -24,7 +24,7 @@ import dataclasses
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ANSWER_TYPES = (
     "string",      # E-VQA/InfoSeek free-form string, exact match after normalisation
@@ -209,5 +209,4 @@ def option_letters(n: int) -> list[str]:
     return [chr(ord("A") + i) for i in range(n)]
 
 
-ImageRef = Any  # PIL image | path | bytes | Callable[[], PIL image] | None
-_ = Callable  # keep the typing import honest for readers
+ImageRef = Any  # PIL image | path | bytes | zero-argument callable returning one | None
