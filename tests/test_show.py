@@ -39,7 +39,7 @@ def test_pick_source_prefers_samples_then_handmade_then_fallback(tmp_path):
     assert "no samples folder" in str(hand)
     toy = [Query(id="t", question="toy?", answers=["x"])]
     fb = S.pick_source("scienceqa", tmp_path, fallback=lambda: toy)   # samples lack scienceqa
-    assert fb.source == "fallback" and fb.queries == toy and "do not hold scienceqa" in str(fb)
+    assert fb.source == "toy world" and fb.queries == toy and "do not hold scienceqa" in str(fb)
     with pytest.raises(DatasetNotAvailable):
         S.pick_source("scienceqa", None)
 

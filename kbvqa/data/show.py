@@ -1,12 +1,11 @@
 """Looking at data in chapters: find a source for a dataset, print a Query, tabulate many.
 
-``pick_source(name, samples, ...)`` returns a few queries of a real dataset from the first source
-that works, in this order: the offline samples (``find_samples``: ``$KBVQA_SAMPLES`` or
-``<repo>/../shared/data-samples``), then ``load_dataset`` (``$KBVQA_DATA`` or the hub, when the
-network is allowed: the gpu profile), then hand-made rows written in the dataset's official file
-format (``HANDMADE_ROWS``, invented content, never real data) or a caller's fallback (the toy
-world). The returned ``Picked`` says which source answered, so a chapter can print it.
-``show_query`` and ``query_table`` shorten long fields, so licensed texts are never printed whole.
+``pick_source(name, samples, ...)`` returns queries of a real dataset from the first source that
+works: the offline samples (``find_samples``: ``$KBVQA_SAMPLES`` or ``<repo>/../shared/
+data-samples``), ``load_dataset`` (``$KBVQA_DATA``, or the hub when the network is allowed: the gpu
+profile), rows invented in the dataset's official file format (``HANDMADE_ROWS``, not real data),
+or a caller's fallback (the toy world); ``Picked`` says which one answered, for the chapter to
+print. ``show_query`` / ``query_table`` cut long fields, so licensed texts are never printed whole.
 
 Leaves out: loading itself (``datasets.py``, ``real_*.py``) and scoring (``kbvqa.metrics``).
 """
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbvqa.config import REPO_ROOT
@@ -24,7 +23,7 @@ from kbvqa.data.real_common import DatasetNotAvailable
 from kbvqa.data.schema import Query
 
 # Registry name -> folder of the offline samples (SOURCES.md there says what each holds).
-SAMPLE_DIRS = {"scienceqa": "scienceqa", "mathvision": "mathvision", "vsr_mc": "vsr", "bioasq": "bioasq", "mmmu": "mmmu"}
+SAMPLE_DIRS = {**{n: n for n in ("scienceqa", "mathvision", "bioasq", "mmmu")}, "vsr_mc": "vsr"}
 MMMU_LLAVA_FILE = "example_output_llava1.5_13b_Accounting.json"   # the one MMMU sample file
 
 # Invented rows in the official formats (field names from the official READMEs); not real data,
@@ -35,8 +34,8 @@ HANDMADE_ROWS: dict[str, list[dict]] = {
                 "answers": [{"answer": a, "answer_confidence": "yes"} for a in _TEN],
                 "answer_type": "other", "answerable": 1}],
     "mathvision": [
-        {"id": "h1", "question": "<image1>\nWhich shape has the largest area?", "options": list("ABCDE"), "answer": "C"},
-        {"id": "h2", "question": "<image1>\nHow many small cubes are hidden?", "options": [], "answer": "7"}],
+        {"id": "h1", "question": "<image1>\nWhich shape is largest?", "options": list("ABCDE"), "answer": "C"},
+        {"id": "h2", "question": "<image1>\nHow many cubes are hidden?", "options": [], "answer": "7"}],
     "vsr_mc": [{"image": "000000000001.jpg", "caption": "The cat is on top of the suitcase.", "label": 1,
                 "relation": "on top of"}],
     "infoseek": [
@@ -63,15 +62,16 @@ HANDMADE_ROWS: dict[str, list[dict]] = {
 
 
 def handmade_queries(name: str) -> list[Query]:
-    """The ``HANDMADE_ROWS`` of a dataset, read by its loader's own row parser."""
+    """The ``HANDMADE_ROWS`` of a dataset as queries (``ValueError`` if it has none)."""
     name, rows = dataset_info(name).name, HANDMADE_ROWS.get(dataset_info(name).name)
     if rows is None:
         raise ValueError(f"no hand-made rows for {name!r}; have {sorted(HANDMADE_ROWS)}")
-    parse: dict[str, Callable[[int, dict], Query | None]] = {
+    parse: dict[str, Callable[[int, dict], Query | None]] = {   # each loader's own row parser
         "vizwiz": lambda i, r: real_nonreasoning.vizwiz_query(r, None, "val"),
         "mathvision": lambda i, r: real_reasoning.mathvision_query(r, None, split="testmini"),
         "vsr_mc": lambda i, r: real_nonreasoning.vsr_mc_query(r, None, "test", seed=0),
-        "infoseek": lambda i, r: real_infoseek.infoseek_query(r), "evqa": lambda i, r: real_evqa.evqa_query(r, i, "test")}
+        "infoseek": lambda i, r: real_infoseek.infoseek_query(r),
+        "evqa": lambda i, r: real_evqa.evqa_query(r, i, "test")}
     return [q for i, r in enumerate(rows) if (q := parse[name](i, r)) is not None]
 
 
@@ -88,7 +88,7 @@ class Picked:
 
     name: str
     queries: list[Query]
-    source: str                     # "sample" | "load_dataset" | "hand-made" | "fallback"
+    source: str                     # "sample" | "load_dataset" | "hand-made" | the fallback's name
     root: Path | None               # the samples folder used, if any
     notes: list[str]                # why earlier sources were skipped
 
@@ -98,32 +98,31 @@ class Picked:
 
 
 def pick_source(name: str, samples: Path | None, limit: int | None = None, split: str = "eval",
-                fallback: Callable[[], list[Query]] | None = None, **kwargs) -> Picked:
-    """Queries of ``name`` from the first source that works (module docstring). For MMMU the
-    samples hold real LLaVA responses (``meta['response']``) with options but no question text."""
+                fallback: Callable[[], list[Query]] | None = None, fallback_name: str = "toy world",
+                **kwargs) -> Picked:
+    """Queries of ``name`` from the first source that works (module docstring); ``fallback_name``
+    names the fallback. MMMU samples: real LLaVA responses in ``meta['response']``, no question."""
     name, notes = dataset_info(name).name, []
     root = samples / SAMPLE_DIRS[name] if samples is not None and name in SAMPLE_DIRS else None
     if root is not None and root.is_dir():
-        if name == "mmmu":
-            pairs = real_reasoning.load_mmmu_example_outputs(root / MMMU_LLAVA_FILE)[:limit]
-            for q, response in pairs:
-                q.meta["response"] = response
-            return Picked(name, [q for q, _ in pairs], "sample", root, notes)
-        return Picked(name, load_dataset(name, split, root=root, limit=limit, **kwargs), "sample", root, notes)
+        if name != "mmmu":
+            return Picked(name, load_dataset(name, split, root=root, limit=limit, **kwargs), "sample", root, notes)
+        pairs = real_reasoning.load_mmmu_example_outputs(root / MMMU_LLAVA_FILE)[:limit]
+        return Picked(name, [replace(q, meta={**q.meta, "response": r}) for q, r in pairs], "sample", root, notes)
     notes.append("no samples folder" if samples is None else f"the samples do not hold {name}")
     try:
         return Picked(name, load_dataset(name, split, limit=limit, **kwargs), "load_dataset", None, notes)
     except DatasetNotAvailable as err:
-        notes.append(str(err).splitlines()[0])
+        notes.append(str(err).splitlines()[0].split(" (pass offline")[0])
     if name in HANDMADE_ROWS:
         return Picked(name, handmade_queries(name)[:limit], "hand-made", None, notes)
     if fallback is None:
         raise DatasetNotAvailable(f"{name}: no source ({'; '.join(notes)}) and no fallback")
-    return Picked(name, list(fallback())[:limit], "fallback", None, notes)
+    return Picked(name, list(fallback())[:limit], fallback_name, None, notes)
 
 
-def _cut(text, width: int) -> str:
-    text = " ".join(str(text).split())                     # one line, cut with an ellipsis
+def _cut(text, width: int) -> str:                         # one line, cut with an ellipsis
+    text = " ".join(str(text).split())
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
