@@ -44,6 +44,17 @@ def test_pick_source_prefers_samples_then_handmade_then_fallback(tmp_path):
         S.pick_source("scienceqa", None)
 
 
+def test_unreachable_hub_falls_through_with_its_reason(monkeypatch):
+    def offline_hub(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'MathLLMs/MathVision' on the Hub")
+    monkeypatch.setattr(S, "load_dataset", offline_hub)
+    picked = S.pick_source("mathvision", None)
+    assert picked.source == "hand-made" and "Couldn't reach" in str(picked)
+    monkeypatch.setattr(S, "load_dataset", lambda *a, **k: 1 / 0)    # other errors are not hidden
+    with pytest.raises(ZeroDivisionError):
+        S.pick_source("mathvision", None)
+
+
 def test_mmmu_samples_carry_the_model_response(tmp_path):
     (tmp_path / "mmmu").mkdir()
     rec = {"id": "validation_Art_1", "question_type": "multiple-choice", "answer": "B",

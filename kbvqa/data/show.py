@@ -112,7 +112,7 @@ def pick_source(name: str, samples: Path | None, limit: int | None = None, split
     notes.append("no samples folder" if samples is None else f"the samples do not hold {name}")
     try:
         return Picked(name, load_dataset(name, split, limit=limit, **kwargs), "load_dataset", None, notes)
-    except DatasetNotAvailable as err:
+    except OSError as err:          # DatasetNotAvailable, or a hub that cannot be reached
         notes.append(str(err).splitlines()[0].split(" (pass offline")[0])
     if name in HANDMADE_ROWS:
         return Picked(name, handmade_queries(name)[:limit], "hand-made", None, notes)
