@@ -145,10 +145,24 @@ def reag_reward(completion: str, answers: str | Sequence[str], answer_type: str 
             + config.delta * format_reward(completion))
 
 
+def query_gold(query: Query) -> list[str]:
+    """The ground-truth alternatives of a ``Query`` in the form the scorers take.
+
+    For ``multi`` questions the schema keeps the items of ONE answer set in ``answers`` (all of
+    them are expected) and every alternative set in ``meta["answer_sets"]`` when there are several
+    (E-VQA's ``a&&b|c&&d``); each set becomes one ``'&&'``-joined alternative, so that "France"
+    alone does not match the set {France, Italy, Spain}. Other types: ``answers`` as they are.
+    """
+    if query.answer_type != "multi":
+        return list(query.answers)
+    sets = query.meta.get("answer_sets") or [query.answers]
+    return ["&&".join(str(x) for x in items) for items in sets if items]
+
+
 def reag_reward_for_query(completion: str, query: Query,
                           config: ReAGRewardConfig = DEFAULT_CONFIG) -> float:
-    """``reag_reward`` with the gold answers, type and range taken from a ``Query``."""
-    return reag_reward(completion, query.answers, query.answer_type, query.answer_range, config)
+    """``reag_reward`` with the gold answers (``query_gold``), type and range of a ``Query``."""
+    return reag_reward(completion, query_gold(query), query.answer_type, query.answer_range, config)
 
 
 def reag_rewards(completions: Sequence[str], queries: Sequence[Query],

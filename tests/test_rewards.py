@@ -102,3 +102,22 @@ def test_bad_configs_and_gold():
         ReAGRewardConfig(iou_threshold=0.0)
     with pytest.raises(ValueError):
         task_reward("<answer>x</answer>", [" | "])
+
+
+def test_multi_answer_query_needs_the_whole_set():
+    """A multi-answer Query keeps one set's items in ``answers``: the reward must score the set,
+    not each item as an alternative (regression: "France" alone used to earn the full reward)."""
+    from kbvqa.data.schema import Query
+    from kbvqa.rewards import query_gold, reag_reward_for_query
+
+    q = Query(id="m", question="Which countries?", answers=["France", "Italy", "Spain"],
+              answer_type="multi")
+    assert query_gold(q) == ["France&&Italy&&Spain"]
+    full = "<think>ok</think><answer>France, Italy, Spain</answer>"
+    one = "<think>ok</think><answer>France</answer>"
+    assert reag_reward_for_query(full, q) == pytest.approx(1.2)
+    assert reag_reward_for_query(one, q) == pytest.approx(0.2)
+    alt = Query(id="a", question="?", answers=["x", "y"], answer_type="multi",
+                meta={"answer_sets": [["x", "y"], ["z"]]})
+    assert query_gold(alt) == ["x&&y", "z"]
+    assert reag_reward_for_query("<answer>z</answer>", alt) == pytest.approx(1.0)  # no <think>: no format bonus

@@ -141,7 +141,7 @@ class Document(_Record):
 class Query(_Record):
     id: str
     question: str
-    answers: list[str]                          # gold answers / aliases; for 'choice' the letter
+    answers: list[str]   # gold answers / aliases; 'choice': the letter; 'multi': the items of one set
     answer_type: str = "string"
     image: Any = None
     options: list[str] | None = None            # multiple-choice option texts, in order A, B, ...
