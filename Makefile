@@ -43,9 +43,10 @@ $(STAMP): pyproject.toml requirements/constraints-cpu.txt | $(SYSDEPS)
 
 venv: $(STAMP)
 
-# -W turns a failed cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
+# --all re-reads (so re-executes) every page even when _build is up to date; -W turns a failed
+# cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
 book: $(STAMP)
-	$(VENV)/bin/jupyter-book build -W -n --keep-going .
+	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@test -f _build/html/index.html && echo "book: _build/html/index.html"
 
 unit: $(STAMP)
