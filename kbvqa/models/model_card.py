@@ -1,0 +1,227 @@
+"""The model card of the tiny VLM: every metric of the issue on the toy world's TEST split, and plots.
+
+``evaluate_card(vlm, world, n=...)`` runs the fixed evaluation sets of ``pretrain_eval.eval_examples``
+(the first ``n`` queries of each test split) and returns a flat dict:
+
+- KB-VQA (E-VQA-style prompt, greedy answers scored with ``kbvqa.rewards.answer_correct``: E-VQA
+  normalised exact match, InfoSeek-style ranges for numbers, the multi-answer rule):
+  ``kbvqa_gold_passage_acc`` (target >= 0.85), ``kbvqa_no_passage_acc`` (should be low; ReAG's
+  no-passage prompt, so its ``<answer>`` is read with ``parse_think_answer``),
+  ``kbvqa_10_passages_acc``, ``no_passage_refusal_rate`` ("I don't know"), and the mean gold-answer
+  log-probability with the gold passage and without any (``gold_logprob_with_passage`` /
+  ``gold_logprob_no_passage``: the same E-VQA prompt with "None" as retrieved section; summed over
+  the answer's tokens).
+- ReAG critic (Eq. 4): ``critic_roc_auc`` of P(Yes) (target >= 0.85; ties count half), plus
+  ``critic_acc`` at P(Yes) > 0.5 and the AUC against hard negatives alone.
+- RCTS multiple choice: ``mc_zero_shot_acc``, ``mc_3_random_acc``, ``mc_3_same_rule_acc`` (letter
+  from ``parse_rcts_answer``; the same-family examples should be clearly best).
+- MOLT: ``pairwise_acc`` (``<winner>`` id), ``box_iou`` (mean IoU; 0 when no box parses) and
+  ``box_iou50`` (share with IoU >= 0.5).
+
+``write_card(vlm_dir, evaluation, ...)`` writes ``card.json`` (commit, seed, toy-world version,
+config, steps, wall time, machine, evaluation); ``plot_training_curves(curves)`` draws ``curves.json``.
+
+Leaves out: training (``tiny.py``), SeRTS literature metrics (their chapters score them).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+import torch
+
+from kbvqa.config import REPO_ROOT
+from kbvqa.parsers import parse_rcts_answer, parse_think_answer
+from kbvqa.rewards import answer_correct
+
+REFUSAL = re.compile(r"don'?t know|unknown|cannot|can't", re.IGNORECASE)
+_WINNER = re.compile(r"<winner>\s*\[?\s*(\d+)", re.IGNORECASE)
+_NUM = r"\s*(-?\d+(?:\.\d+)?)\s*"
+_BOX = re.compile(r"\[" + ",".join([_NUM] * 4) + r"\]")
+__all__ = ["box_iou", "evaluate_card", "parse_box", "parse_winner", "plot_training_curves", "roc_auc",
+           "write_card"]
+
+
+def roc_auc(scores, labels) -> float:
+    """Area under the ROC curve (Mann-Whitney U; ties count half); NaN without both classes."""
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def parse_winner(text: str) -> str | None:
+    """The id in the first ``<winner>`` tag, or ``None``."""
+    m = _WINNER.search(text or "")
+    return m.group(1) if m else None
+
+
+def parse_box(text: str) -> list[float] | None:
+    """The first ``[x1, y1, x2, y2]`` in ``text`` (corners sorted), or ``None``."""
+    m = _BOX.search(text or "")
+    if m is None:
+        return None
+    x1, y1, x2, y2 = (float(v) for v in m.groups())
+    return [min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)]
+
+
+def box_iou(a, b) -> float:
+    """Intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 for a missing box)."""
+    if a is None or b is None:
+        return 0.0
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+def _generate(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
+    if not examples:
+        return []
+    out = vlm.generate([e.prompt for e in examples], n=1, max_new_tokens=max_new_tokens, temperature=0,
+                       batch_size=batch_size)
+    return [samples[0] for samples in out]
+
+
+def _kbvqa_correct(text: str, meta: dict) -> bool:
+    prediction = parse_think_answer(text).answer
+    try:
+        return answer_correct(prediction, meta["answers"], meta["answer_type"], meta.get("answer_range"))
+    except ValueError:   # no usable ground truth: count as wrong
+        return False
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return float(sum(values) / len(values)) if values else float("nan")
+
+
+def _gold_logprob(vlm, examples, batch_size: int) -> float:
+    totals = []
+    with torch.no_grad():
+        for i in range(0, len(examples), batch_size):
+            chunk = examples[i:i + batch_size]
+            scored = vlm.completion_logprobs([e.prompt for e in chunk], [e.completion for e in chunk])
+            totals += scored.logprobs.sum(dim=1).tolist()
+    return _mean(totals)
+
+
+def _no_passage_prompt(world, example):
+    """The same E-VQA-style prompt as ``example`` with no retrieved section ("None")."""
+    from kbvqa.models.pretrain_mix import PretrainMixConfig
+    from kbvqa.models.pretrain_tasks import kbvqa_prompt
+
+    query = next(q for q in world.kbvqa_test if q.id == example.meta["query_ids"][0])
+    return kbvqa_prompt(world, query, [], "evqa", PretrainMixConfig())
+
+
+def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens: int = 32) -> dict:
+    """Every model-card metric on the first ``n`` test queries of each set (see the docstring)."""
+    from kbvqa.models.pretrain_mix import eval_examples
+
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    was_training = vlm.model.training
+    vlm.model.eval()
+    sets = {t: eval_examples(world, t, n=n) for t in
+            ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages", "critic", "mc_zero_shot",
+             "mc_3_random", "mc_3_same_rule", "pairwise", "grounding")}
+    card: dict = {"n_queries": n, "sizes": {t: len(ex) for t, ex in sets.items()}}
+    texts = {}
+    for task in ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages"):
+        texts[task] = _generate(vlm, sets[task], max_new_tokens, batch_size)
+        card[f"{task}_acc"] = _mean(_kbvqa_correct(t, e.meta) for t, e in zip(texts[task], sets[task]))
+    card["no_passage_refusal_rate"] = _mean(bool(REFUSAL.search(parse_think_answer(t).answer or t))
+                                            for t in texts["kbvqa_no_passage"])
+    card["gold_logprob_with_passage"] = _gold_logprob(vlm, sets["kbvqa_gold_passage"], batch_size)
+    no_passage_gold = [type(e)(_no_passage_prompt(world, e), e.completion, e.task, meta=e.meta)
+                       for e in sets["kbvqa_gold_passage"]]
+    card["gold_logprob_no_passage"] = _gold_logprob(vlm, no_passage_gold, batch_size)
+    critic = sets["critic"]
+    p = vlm.p_yes([e.prompt for e in critic], batch_size=batch_size).tolist()
+    labels = [e.completion == "Yes" for e in critic]
+    card["critic_roc_auc"] = roc_auc(p, labels)
+    hard = [(s, y) for s, y, e in zip(p, labels, critic) if y or e.meta.get("negative_kind") == "hard"]
+    card["critic_roc_auc_hard"] = roc_auc([s for s, _ in hard], [y for _, y in hard])
+    card["critic_acc"] = _mean((s > 0.5) == y for s, y in zip(p, labels))
+    card["critic_mean_p_yes"] = _mean(p)
+    for task in ("mc_zero_shot", "mc_3_random", "mc_3_same_rule"):
+        outs = _generate(vlm, sets[task], max_new_tokens, batch_size)
+        golds = [parse_rcts_answer(e.completion).letter for e in sets[task]]
+        card[f"{task}_acc"] = _mean(parse_rcts_answer(t).letter == g for t, g in zip(outs, golds))
+    outs = _generate(vlm, sets["pairwise"], 64, batch_size)
+    card["pairwise_acc"] = _mean(parse_winner(t) == e.meta["winner"] for t, e in zip(outs, sets["pairwise"]))
+    outs = _generate(vlm, sets["grounding"], 24, batch_size)
+    ious = [box_iou(parse_box(t), e.meta["box"]) for t, e in zip(outs, sets["grounding"])]
+    card["box_iou"], card["box_iou50"] = _mean(ious), _mean(i >= 0.5 for i in ious)
+    card["examples"] = {t: {"prompt_completion": sets[t][0].completion, "output": texts[t][0]} for t in texts}
+    vlm.model.train(was_training)
+    return card
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _finite(value):
+    """``value`` with every NaN float replaced by ``None`` (valid JSON)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def write_card(vlm_dir, evaluation: dict, curves: dict | None = None, world=None, extra: dict | None = None) -> Path:
+    """Write ``card.json`` next to the checkpoint in ``vlm_dir``; returns its path."""
+    from kbvqa.data import TOYWORLD_VERSION
+
+    vlm_dir = Path(vlm_dir)
+    curves = curves if curves is not None else json.loads((vlm_dir / "curves.json").read_text())
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    card = {"commit": git_commit(), "date": now,
+            "seed": curves["config"]["seed"], "world_seed": curves["config"]["world_seed"],
+            "toyworld_version": getattr(world, "version", TOYWORLD_VERSION), "config": curves["config"],
+            "steps_done": curves["steps_done"], "wall_minutes": round(curves["wall_s"] / 60, 1),
+            "parameters": curves.get("parameters"), "vocab": curves.get("vocab"),
+            "machine": {"platform": platform.platform(), "torch": torch.__version__,
+                        "threads": curves["config"]["threads"]},
+            "evaluation": evaluation, **(extra or {})}
+    path = vlm_dir / "card.json"
+    path.write_text(json.dumps(_finite(card), indent=1, default=str))
+    return path
+
+
+def plot_training_curves(curves: dict):
+    """Figure: training loss and learning rate by step (left), held-out teacher-forced exact match
+    per monitored task (right)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_eval) = plt.subplots(1, 2, figsize=(11, 3.8))
+    train = curves.get("train", [])
+    ax_loss.plot([p["step"] for p in train], [p["loss"] for p in train], color="tab:blue")
+    ax_loss.set(xlabel="step", ylabel="training loss", title="Training loss")
+    if train:
+        ax_lr = ax_loss.twinx()
+        ax_lr.plot([p["step"] for p in train], [p["lr"] for p in train], color="tab:gray", lw=0.8, ls="--")
+        ax_lr.set_ylabel("learning rate")
+    points = curves.get("eval", [])
+    for task in sorted({k for p in points for k in p if k != "step"}):
+        ax_eval.plot([p["step"] for p in points], [p.get(task) for p in points], marker="o", label=task)
+    ax_eval.set(xlabel="step", ylabel="exact match (teacher-forced)", ylim=(-0.02, 1.02),
+                title="Held-out sets (test split, small n)")
+    if points:
+        ax_eval.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
