@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from kbvqa.experiments.assoc_recall import (AssocRecallConfig, answer_accuracy, lr_at, pairs_at,
-                                            parse_args, train)
+from kbvqa.experiments.assoc_recall import AssocRecallConfig, answer_accuracy, lr_at, pairs_at, parse_args, train
 from kbvqa.experiments.assoc_recall_data import ATTRIBUTES, build_vocab, decode, make_batch
 
 
