@@ -188,3 +188,20 @@ def test_hub_style_layout_loads_without_torchvision(family, processor_class, tmp
     assert no_network == [] and "torchvision" not in sys.modules
     assert loaded.render(prompt()) == built.render(prompt())
     assert torch.allclose(loaded.next_token_logits(prompt()), built.next_token_logits(prompt()), atol=1e-6)
+
+
+def test_load_vlm_picks_weights_by_profile(monkeypatch):
+    """cpu profile -> the shipped tiny checkpoint; gpu profile -> the hub id of the role."""
+    import kbvqa.models.tiny as tiny
+    from kbvqa.config import Profile
+    from kbvqa.models import VLM, load_vlm
+
+    calls = {}
+    monkeypatch.setattr(tiny, "load_tiny_vlm", lambda **kw: calls.setdefault("tiny", kw) or "tiny")
+    monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.setdefault("hub", (p, kw))))
+    load_vlm("critic", Profile("cpu", "cpu", 1.0, 10))
+    assert "tiny" in calls and "hub" not in calls
+    load_vlm("critic", Profile("gpu", "cuda", 4.0, 10))
+    assert calls["hub"] == ("Qwen/Qwen2.5-VL-3B-Instruct", {"device": "cuda"})
+    with pytest.raises(ValueError, match="unknown model role"):
+        load_vlm("oracle", Profile("cpu", "cpu", 1.0, 10))

@@ -6,15 +6,16 @@
 - tiny models (``families.py``): ``tiny_config``, ``build_tokenizer``, ``build_tiny_vlm`` for the
   Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.
 - torchvision-free processors (``processors.py``), loading options (``loading.py``), hub
-  checkpoints per role (``checkpoints.py``).
+  checkpoints per role and ``load_vlm(role)``, which picks the tiny or hub model by profile
+  (``checkpoints.py``).
 
 Importing this package registers the image-only Qwen processors with ``AutoProcessor``.
 """
 from kbvqa.models.chat import make_chat
-from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint
+from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM, Generations
 
 __all__ = ["FAMILIES", "GPU_CHECKPOINTS", "VLM", "CompletionLogprobs", "Generations", "TinySpec",
-           "build_tiny_vlm", "build_tokenizer", "gpu_checkpoint", "make_chat", "tiny_config"]
+           "build_tiny_vlm", "build_tokenizer", "gpu_checkpoint", "load_vlm", "make_chat", "tiny_config"]

@@ -35,3 +35,21 @@ def gpu_checkpoint(role: str) -> str:
     if role not in GPU_CHECKPOINTS:
         raise ValueError(f"unknown model role {role!r}; known roles: {sorted(GPU_CHECKPOINTS)}")
     return GPU_CHECKPOINTS[role]
+
+
+def load_vlm(role: str = "generator", profile=None, **kwargs):
+    """The model a chapter uses for ``role`` in the active profile: the shipped tiny checkpoint in the
+    cpu profile (every role shares it; chapters fine-tune copies), the hub checkpoint of
+    ``gpu_checkpoint(role)`` on the profile's device in the gpu profile. This is the one place where
+    the profile decides which weights a notebook gets."""
+    from kbvqa.config import get_profile
+
+    gpu_checkpoint(role)  # validates the role in both profiles
+    profile = profile or get_profile()
+    if profile.is_gpu:
+        from kbvqa.models.vlm import VLM
+
+        return VLM.from_pretrained(gpu_checkpoint(role), device=profile.device, **kwargs)
+    from kbvqa.models.tiny import load_tiny_vlm
+
+    return load_tiny_vlm(**kwargs)
