@@ -17,12 +17,13 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: venv book test unit book-check nbmake lint clean help
+.PHONY: venv book test unit book-check nbmake lint benchmarks clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
 	@echo "make test   - unit tests, execute the book once with -W, check the built HTML"
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
+	@echo "make benchmarks - speed measurements, printed as ratios measured in one run"
 
 # System packages: ROUGE-1.5.5 (the reference our ROUGE is tested against) needs Perl's XML::Parser.
 SYSDEPS := $(VENV)/.sysdeps
@@ -61,6 +62,10 @@ test: unit book book-check
 NB ?= notebooks
 nbmake: $(STAMP)
 	@$(call run_pytest,--nbmake $(NB) -p no:cacheprovider)
+
+# Speed targets live here, as ratios measured in one run (never in timed unit tests).
+benchmarks: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kbvqa tests
