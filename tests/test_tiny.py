@@ -100,6 +100,25 @@ def test_batch_stream_is_deterministic_and_bucketed(world, trained):
     batches = [[example_length(e, vlm.tokenizer)[0] for e in a(s)] for s in range(4)]
     spans = sorted((min(x), max(x)) for x in batches)
     assert all(hi1 <= lo2 for (_, hi1), (lo2, _) in zip(spans, spans[1:]))  # disjoint length buckets
+    phased = small_config(pool_batches=2, batch_size=4, phases=[[4, {"weights": {"pairwise": 1.0}}]])
+    stream = BatchStream(world, phased, vlm.tokenizer)
+    assert {e.task for e in stream(3)} <= set(MIX["weights"]) and {e.task for e in stream(4)} == {"pairwise"}
+    weighted = small_config(phases=[[5, {"prompt_loss_weight": 0.5}]])
+    assert weighted.prompt_weight(4) == 0.0 and weighted.prompt_weight(5) == 0.5
+    assert weighted.mix_config(5).max_passages == weighted.mix_config(0).max_passages
+
+
+def test_prompt_loss_weight_adds_the_prompt_loss(world, trained):
+    from itertools import islice
+
+    from kbvqa.models.pretrain_mix import PretrainMixConfig, iter_pretrain_examples
+    from kbvqa.models.tiny import train_loss
+
+    examples = list(islice(iter_pretrain_examples(world, PretrainMixConfig(**MIX)), 4))
+    with torch.no_grad():
+        answer, both = (train_loss(trained[0], examples, w).item() for w in (0.0, 1.0))
+    prompt = 2 * both - answer                     # example norm: (answer + 1 x prompt) / 2
+    assert prompt > 0 and abs(both - answer) > 1e-3
 
 
 def test_lr_schedule():
@@ -113,7 +132,8 @@ def test_lr_schedule():
 @pytest.mark.parametrize("bad", [dict(steps=0), dict(batch_size=-1), dict(schedule="linear"), dict(lr=0),
                                  dict(loss_norm="sum"), dict(prompt_loss_weight=2.0), dict(minutes=0),
                                  dict(mix={"no_such_field": 1}), dict(mix={"weights": {"nope": 1.0}}),
-                                 dict(attn_implementation="flash"), dict(decay_fraction=1.5)])
+                                 dict(attn_implementation="flash"), dict(decay_fraction=1.5),
+                                 dict(phases=[[10, {"bad_field": 1}]]), dict(phases=[[-1, {}]])])
 def test_bad_configs_raise(bad):
     with pytest.raises(ValueError):
         TinyTrainConfig(**bad)

@@ -18,6 +18,9 @@
 - MOLT: ``pairwise_acc`` (``<winner>`` id), ``box_iou`` (mean IoU; 0 when no box parses) and
   ``box_iou50`` (share with IoU >= 0.5).
 
+``teacher_forced_accuracy(vlm, examples)``: the share of examples whose every completion token is the
+argmax (= greedy exact match, cheap: one forward pass; ``tiny.pretrain`` logs it on small sets).
+
 ``write_card(vlm_dir, evaluation, ...)`` writes ``card.json`` (commit, seed, toy-world version,
 config, steps, wall time, machine, evaluation); ``plot_training_curves(curves)`` draws ``curves.json``.
 
@@ -44,7 +47,7 @@ _WINNER = re.compile(r"<winner>\s*\[?\s*(\d+)", re.IGNORECASE)
 _NUM = r"\s*(-?\d+(?:\.\d+)?)\s*"
 _BOX = re.compile(r"\[" + ",".join([_NUM] * 4) + r"\]")
 __all__ = ["box_iou", "evaluate_card", "parse_box", "parse_winner", "plot_training_curves", "roc_auc",
-           "write_card"]
+           "teacher_forced_accuracy", "write_card"]
 
 
 def roc_auc(scores, labels) -> float:
@@ -80,6 +83,25 @@ def box_iou(a, b) -> float:
     h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
     return w * h / union if union > 0 else 0.0
+
+
+@torch.no_grad()
+def teacher_forced_accuracy(vlm, examples, batch_size: int = 16) -> float:
+    """Share of examples whose every completion token (and EOS) is the argmax: greedy exact match."""
+    if not examples:
+        return float("nan")
+    from kbvqa.models.scoring import join_completions
+
+    hits = 0
+    for i in range(0, len(examples), batch_size):
+        chunk = examples[i:i + batch_size]
+        inputs, comp, mask, _ = join_completions(vlm, [e.prompt for e in chunk], [e.completion for e in chunk],
+                                                 add_eos=True)
+        width = comp.shape[1]
+        logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
+        right = (logits[:, :width].argmax(-1) == comp) | ~mask
+        hits += int(right.all(dim=1).sum())
+    return hits / len(examples)
 
 
 def _generate(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
@@ -161,7 +183,7 @@ def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens
     outs = _generate(vlm, sets["grounding"], 24, batch_size)
     ious = [box_iou(parse_box(t), e.meta["box"]) for t, e in zip(outs, sets["grounding"])]
     card["box_iou"], card["box_iou50"] = _mean(ious), _mean(i >= 0.5 for i in ious)
-    card["examples"] = {t: {"prompt_completion": sets[t][0].completion, "output": texts[t][0]} for t in texts}
+    card["examples"] = {t: {"target": sets[t][0].completion, "output": texts[t][0]} for t in texts}
     vlm.model.train(was_training)
     return card
 

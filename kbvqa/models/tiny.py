@@ -16,10 +16,13 @@ by token length, cut into batches, and the batches are shuffled; step ``s`` alwa
 batch, so resuming needs only the step) and a *gathered loss* (the decoder runs once, the output
 layer only on the positions that carry a label). ``sdpa`` attention beat ``eager`` by ~1.4x.
 
-Loss: per-token cross-entropy with weight 1 on completions (and on everything of ``loss_on="all"``
-examples, i.e. documents) and ``prompt_loss_weight`` on the prompt text of the other examples
-(DESIGN.md: language-model loss over passages helps the look-up skill); ``loss_norm="example"``
-averages within each example first, so a 200-token document does not outweigh a "Yes".
+Loss: next-token cross-entropy on completions (on everything for ``loss_on="all"`` examples, i.e.
+documents) plus ``prompt_loss_weight`` x the loss on the prompt text of the other examples
+(DESIGN.md: language-model loss over passages and in-context examples helps the look-up skill).
+``loss_norm="example"``: per example, mean over answer tokens + weight x mean over prompt tokens,
+then the mean over the batch (a 200-token document does not outweigh a "Yes"); ``"token"``: one
+weighted mean over all tokens. ``phases`` switch the mixture (and the prompt weight) at given
+steps: a curriculum that a from-scratch run reproduces exactly.
 
 Leaves out: the evaluation of the model card (``model_card.py``), hub checkpoints.
 """
@@ -76,6 +79,7 @@ class TinyTrainConfig:
     seed: int = 0                    # init, tokenizer sampling and the example stream
     world_seed: int = 0              # kbvqa.data.get_world(world_seed)
     mix: dict = field(default_factory=dict)  # PretrainMixConfig overrides (weights, max_passages...)
+    phases: list = field(default_factory=list)  # [[from_step, mix overrides (+prompt_loss_weight)], ...]
     log_every: int = 20              # steps between curve points (train loss, lr)
     eval_every: int = 500            # steps between held-out teacher-forced accuracy points
     eval_n: int = 32                 # examples per MONITOR_TASKS set in those points
@@ -104,7 +108,10 @@ class TinyTrainConfig:
             raise ValueError("minutes (when set) and ckpt_minutes must be > 0")
         if self.eval_n < 0 or self.vocab_size < 64:
             raise ValueError("need eval_n >= 0 and vocab_size >= 64")
-        self.mix_config()  # unknown mixture fields raise here
+        if any(len(p) != 2 or not isinstance(p[0], int) or p[0] < 0 for p in self.phases):
+            raise ValueError("phases must be [from_step, mix overrides] pairs with from_step >= 0")
+        for step in [0] + [p[0] for p in self.phases]:
+            self.mix_config(step)  # unknown mixture fields raise here
 
     def spec(self) -> dict:
         """The ``TinySpec`` keyword arguments."""
@@ -112,13 +119,22 @@ class TinyTrainConfig:
                  "vision_width", "vision_depth", "image_size", "tie_embeddings")
         return {n: getattr(self, n) for n in names}
 
-    def mix_config(self):
+    def mix_config(self, step: int = 0):
+        """The ``PretrainMixConfig`` of step ``step``: ``mix``, or the last phase started by then."""
         from kbvqa.models.pretrain_mix import PretrainMixConfig
 
+        mix = ([self.mix] + [m for start, m in sorted(self.phases, key=lambda p: p[0]) if start <= step])[-1]
+        mix = {k: v for k, v in mix.items() if k != "prompt_loss_weight"}
         known = {f.name for f in dataclasses.fields(PretrainMixConfig)} - {"seed", "image_size"}
-        if set(self.mix) - known:
-            raise ValueError(f"unknown mixture fields {sorted(set(self.mix) - known)}")
-        return PretrainMixConfig(seed=self.seed, image_size=self.image_size, **self.mix)
+        if set(mix) - known:
+            raise ValueError(f"unknown mixture fields {sorted(set(mix) - known)}")
+        return PretrainMixConfig(seed=self.seed, image_size=self.image_size, **mix)
+
+    def prompt_weight(self, step: int) -> float:
+        """``prompt_loss_weight`` of step ``step`` (the last phase that sets it, else the field)."""
+        found = [m["prompt_loss_weight"] for start, m in sorted(self.phases, key=lambda p: p[0])
+                 if start <= step and "prompt_loss_weight" in m]
+        return float((found or [self.prompt_loss_weight])[-1])
 
 
 def lr_at(config: TinyTrainConfig, step: int) -> float:
@@ -142,7 +158,6 @@ class BatchStream:
 
     def __init__(self, world, config: TinyTrainConfig, tokenizer):
         self.world, self.config, self.tokenizer = world, config, tokenizer
-        self.mix = config.mix_config()
         self._pool_index, self._pool = -1, []
 
     def _build_pool(self, index: int) -> list[list]:
@@ -153,7 +168,8 @@ class BatchStream:
 
         c = self.config
         size = c.pool_batches * c.batch_size
-        examples = list(islice(iter_pretrain_examples(self.world, self.mix, start=index * size), size))
+        mix = c.mix_config(index * c.pool_batches)   # a pool follows the phase of its first step
+        examples = list(islice(iter_pretrain_examples(self.world, mix, start=index * size), size))
         examples.sort(key=lambda e: example_length(e, self.tokenizer)[0])
         batches = [examples[i:i + c.batch_size] for i in range(0, size, c.batch_size)]
         random.Random(f"tiny-pool:{c.seed}:{index}").shuffle(batches)
@@ -178,8 +194,11 @@ def train_loss(vlm, examples, prompt_loss_weight: float = 0.0, loss_norm: str = 
     if prompt_loss_weight > 0:  # pretrain_batch masked prompts of completion-only examples: restore
         full = vlm.training_batch([e.prompt for e in examples], [e.completion for e in examples],
                                   loss_on="all")["labels"]
-        weights = torch.where(labels != -100, 1.0, torch.where(full != -100, prompt_loss_weight, 0.0))
-        labels = full
+        answer, prompt = (labels != -100).float(), ((full != -100) & (labels == -100)).float()
+        if loss_norm == "example":  # answer mean + weight x prompt mean, per example
+            answer = answer / answer.sum(1, keepdim=True).clamp(min=1)
+            prompt = prompt / prompt.sum(1, keepdim=True).clamp(min=1)
+        weights, labels = answer + prompt_loss_weight * prompt, full
     else:
         weights = (labels != -100).float()
     inputs = vlm.forward_inputs(batch)
@@ -191,25 +210,6 @@ def train_loss(vlm, examples, prompt_loss_weight: float = 0.0, loss_norm: str = 
     logits = vlm.core.lm_head(hidden[keep]).float()
     ce = torch.nn.functional.cross_entropy(logits, targets[keep], reduction="none")
     return (ce * weights[keep]).sum() / weights[keep].sum().clamp(min=1e-8)
-
-
-@torch.no_grad()
-def teacher_forced_accuracy(vlm, examples, batch_size: int = 16) -> float:
-    """Share of examples whose every completion token (and EOS) is the argmax: greedy exact match."""
-    if not examples:
-        return float("nan")
-    from kbvqa.models.scoring import join_completions
-
-    hits = 0
-    for i in range(0, len(examples), batch_size):
-        chunk = examples[i:i + batch_size]
-        inputs, comp, mask, _ = join_completions(vlm, [e.prompt for e in chunk], [e.completion for e in chunk],
-                                                 add_eos=True)
-        width = comp.shape[1]
-        logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
-        right = (logits[:, :width].argmax(-1) == comp) | ~mask
-        hits += int(right.all(dim=1).sum())
-    return hits / len(examples)
 
 
 def _paths(out_dir: Path, state_dir: Path | None) -> tuple[Path, Path]:
@@ -243,6 +243,7 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     from kbvqa.config import seed_everything
     from kbvqa.data import get_world
     from kbvqa.models.families import build_tiny_vlm
+    from kbvqa.models.model_card import teacher_forced_accuracy
     from kbvqa.models.pretrain_mix import eval_examples, pretrain_corpus_texts
     from kbvqa.models.vlm import VLM
 
@@ -288,7 +289,7 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(config, step)
-        loss = train_loss(vlm, stream(step), config.prompt_loss_weight, config.loss_norm)
+        loss = train_loss(vlm, stream(step), config.prompt_weight(step), config.loss_norm)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(vlm.model.parameters(), config.grad_clip)
         optimizer.step()
