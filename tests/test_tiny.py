@@ -26,7 +26,7 @@ from kbvqa.models.model_card import (
 from kbvqa.models.tiny import BatchStream, TinyTrainConfig, load_tiny_vlm, lr_at, pretrain
 from kbvqa.models.vlm import VLM
 
-SMALL = dict(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
+SMALL = dict(phases=[], hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
              vision_width=32, vision_depth=1, steps=20, batch_size=8, pool_batches=4, lr=1e-2,
              warmup_steps=2, log_every=2, eval_every=10, eval_n=2)
 MIX = {"weights": {"critic": 1.0, "grounding": 1.0, "kbvqa_no_passage": 1.0}}
@@ -171,3 +171,17 @@ def test_scorers():
     assert box_iou([0, 0, 10, 10], [5, 0, 15, 10]) == pytest.approx(50 / 150)
     assert box_iou(None, [0, 0, 1, 1]) == 0.0
     assert parse_winner("<think>x</think><winner>3</winner>") == "3" and parse_winner("4") is None
+
+
+def test_shipped_checkpoint_recipe_is_the_default_config():
+    """``python -m kbvqa.models.tiny`` with no --config retrains the shipped checkpoint's recipe."""
+    import dataclasses
+
+    from kbvqa.config import DATA_DIR
+
+    path = DATA_DIR / "tiny_vlm" / "curves.json"
+    if not path.exists():
+        pytest.skip("no shipped tiny checkpoint")
+    shipped = json.loads(path.read_text())["config"]
+    default = dataclasses.asdict(TinyTrainConfig())
+    assert {k: v for k, v in shipped.items() if k != "minutes"} == {k: v for k, v in default.items() if k != "minutes"}

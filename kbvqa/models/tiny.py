@@ -46,6 +46,13 @@ OPTIMIZER_DIR = DATA_DIR / "cache" / "tiny_vlm_optimizer"   # git-ignored
 SCHEDULES = ("wsd", "cosine", "constant")
 MONITOR_TASKS = ("kbvqa_gold_passage", "critic", "mc_3_same_rule", "pairwise")
 __all__ = ["TinyTrainConfig", "load_tiny_vlm", "pretrain", "train_loss"]
+# The shipped run's curriculum (see the model card): from step 1913 more KB-VQA/critic, at most 4
+# passages, and language-model loss on prompts at weight 0.5; from 3600 up to 10 passages again.
+FOCUS = {"kbvqa_with_passages": .30, "kbvqa_no_passage": .02, "mc_in_context": .14, "critic": .16,
+         "reasoning_context_write": .02, "reasoning_context_answer": .02, "serts_query": .02, "serts_grade": .02,
+         "serts_answer": .01, "pairwise": .08, "grounding": .05, "document_lm": .04, "lookup_drill": .12}
+SHIPPED_PHASES = ((1913, {"weights": FOCUS, "max_passages": 4, "prompt_loss_weight": 0.5}),
+                  (3600, {"weights": FOCUS, "max_passages": 10, "prompt_loss_weight": 0.5}))
 
 
 @dataclass
@@ -64,10 +71,10 @@ class TinyTrainConfig:
     tie_embeddings: bool = True      # ... shared input/output embeddings
     vocab_size: int = 5000           # tokenizer cap (the corpus has ~4,830 pieces: no unknown words)
     attn_implementation: str = "sdpa"  # "sdpa" or "eager"
-    steps: int = 6000                # optimiser steps (the schedule's length)
+    steps: int = 4500                # optimiser steps (the schedule's length)
     batch_size: int = 16             # examples per step
     pool_batches: int = 32           # length bucketing: batches per sorted pool (1: no bucketing)
-    lr: float = 2e-3                 # peak learning rate (AdamW)
+    lr: float = 3e-3                 # peak learning rate (AdamW)
     warmup_steps: int = 200          # linear warm-up
     schedule: str = "wsd"            # "wsd" (warm-up, stable, linear decay), "cosine" or "constant"
     decay_fraction: float = 0.2      # wsd: share of the steps spent decaying
@@ -79,9 +86,10 @@ class TinyTrainConfig:
     seed: int = 0                    # init, tokenizer sampling and the example stream
     world_seed: int = 0              # kbvqa.data.get_world(world_seed)
     mix: dict = field(default_factory=dict)  # PretrainMixConfig overrides (weights, max_passages...)
-    phases: list = field(default_factory=list)  # [[from_step, mix overrides (+prompt_loss_weight)], ...]
+    phases: list = field(default_factory=lambda: json.loads(json.dumps(SHIPPED_PHASES)))  # [[from_step,
+    #                                mix overrides (may set prompt_loss_weight)], ...]; [] for none
     log_every: int = 20              # steps between curve points (train loss, lr)
-    eval_every: int = 500            # steps between held-out teacher-forced accuracy points
+    eval_every: int = 400            # steps between held-out teacher-forced accuracy points
     eval_n: int = 32                 # examples per MONITOR_TASKS set in those points
     ckpt_minutes: float = 10.0       # wall minutes between checkpoints
     minutes: float | None = None     # time budget of this invocation (None: run all steps)
@@ -92,18 +100,14 @@ class TinyTrainConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.loss_norm not in ("example", "token"):
-            raise ValueError(f"loss_norm must be 'example' or 'token', got {self.loss_norm!r}")
-        if self.attn_implementation not in ("sdpa", "eager"):
-            raise ValueError(f"attn_implementation must be 'sdpa' or 'eager', got {self.attn_implementation!r}")
+        for name, allowed in (("schedule", SCHEDULES), ("loss_norm", ("example", "token")),
+                              ("attn_implementation", ("sdpa", "eager"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if not self.lr > 0 or self.warmup_steps < 0 or self.weight_decay < 0 or not self.grad_clip > 0:
             raise ValueError("need lr > 0, warmup_steps >= 0, weight_decay >= 0, grad_clip > 0")
-        if not 0 <= self.decay_fraction <= 1 or not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError("decay_fraction and min_lr_ratio must be in [0, 1]")
-        if not 0 <= self.prompt_loss_weight <= 1:
-            raise ValueError(f"prompt_loss_weight must be in [0, 1], got {self.prompt_loss_weight}")
+        if not all(0 <= v <= 1 for v in (self.decay_fraction, self.min_lr_ratio, self.prompt_loss_weight)):
+            raise ValueError("decay_fraction, min_lr_ratio and prompt_loss_weight must be in [0, 1]")
         if self.minutes is not None and not self.minutes > 0 or not self.ckpt_minutes > 0:
             raise ValueError("minutes (when set) and ckpt_minutes must be > 0")
         if self.eval_n < 0 or self.vocab_size < 64:
