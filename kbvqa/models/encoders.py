@@ -23,11 +23,16 @@ Two implementations:
   per token, so clutter can be down-weighted). Weights ship in ``data/encoders/`` (safetensors +
   ``card.json`` with the training config, seed, commit and evaluation); ``load_encoders()``.
 - ``ClipEncoders`` (gpu profile): a pretrained CLIP through transformers, default
-  ``openai/clip-vit-base-patch32`` (the vision tower of PreFLMR ViT-B). Text tokens are CLIP's
-  last hidden states through its text projection; image tokens are the 7 x 7 patch states
-  through post-layernorm and the visual projection; pooled vectors are CLIP's own EOS / CLS
-  embeddings. Zero-shot: CLIP was trained on pooled vectors only, so its token-level MaxSim is
-  weaker than a PreFLMR mapping trained for it. Loaded lazily; never downloaded in tests.
+  ``openai/clip-vit-base-patch32``, the vision tower of PreFLMR ViT-B (whose own checkpoint needs
+  custom remote code). Text tokens are CLIP's last hidden states through its text projection;
+  image tokens are the 7 x 7 patch states through post-layernorm and the visual projection;
+  pooled vectors are CLIP's own EOS / CLS embeddings. Zero-shot: CLIP was trained on pooled
+  vectors only, so its token-level MaxSim is weaker than PreFLMR's trained mapping network; text
+  is cut at 77 tokens. Loaded lazily; never downloaded in tests.
+
+d = 128 as in PreFLMR. As in PreFLMR, documents are indexed by their text and queries by text and
+image tokens; PreFLMR maps vision features with a small transformer, RCTS Eq. 2 (and this file)
+with a linear function.
 
 Leaves out: MaxSim scoring and indexes (``kbvqa.retrieval``), training (``encoders_train.py``), the
 CNN (``vision_encoder.py``).
