@@ -5,6 +5,8 @@
 - prompts (``chat.py``): chats of text and image parts; ``make_chat(text, image)``.
 - tiny models (``families.py``): ``tiny_config``, ``build_tokenizer``, ``build_tiny_vlm`` for the
   Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.
+- retrieval encoders (``encoders.py``): token-level text (MiniLM) and image (small CNN) embeddings in
+  one space for late interaction, pooled vectors for FAISS; CLIP in the gpu profile.
 - torchvision-free processors (``processors.py``), loading options (``loading.py``), hub
   checkpoints per role and ``load_vlm(role)``, which picks the tiny or hub model by profile
   (``checkpoints.py``).
@@ -13,9 +15,12 @@ Importing this package registers the image-only Qwen processors with ``AutoProce
 """
 from kbvqa.models.chat import make_chat
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm
+from kbvqa.models.encoders import (GPU_ENCODER, ClipEncoders, EncoderConfig, ToyEncoders, document_text,
+                                   encoder_card, get_encoders, load_encoders, sentence_vectors)
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM, Generations
 
-__all__ = ["FAMILIES", "GPU_CHECKPOINTS", "VLM", "CompletionLogprobs", "Generations", "TinySpec",
+__all__ = ["FAMILIES", "GPU_CHECKPOINTS", "GPU_ENCODER", "ClipEncoders", "EncoderConfig", "ToyEncoders",
+           "document_text", "encoder_card", "get_encoders", "load_encoders", "sentence_vectors", "VLM", "CompletionLogprobs", "Generations", "TinySpec",
            "build_tiny_vlm", "build_tokenizer", "gpu_checkpoint", "load_vlm", "make_chat", "tiny_config"]
