@@ -15,12 +15,22 @@ Importing this package registers the image-only Qwen processors with ``AutoProce
 """
 from kbvqa.models.chat import make_chat
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm
-from kbvqa.models.encoders import (GPU_ENCODER, ClipEncoders, EncoderConfig, ToyEncoders, document_text,
-                                   encoder_card, get_encoders, load_encoders, sentence_vectors)
+from kbvqa.models.encoders import (
+                                   GPU_ENCODER,
+                                   ClipEncoders,
+                                   EncoderConfig,
+                                   ToyEncoders,
+                                   document_text,
+                                   encoder_card,
+                                   get_encoders,
+                                   load_encoders,
+                                   sentence_vectors,
+)
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM, Generations
 
-__all__ = ["FAMILIES", "GPU_CHECKPOINTS", "GPU_ENCODER", "ClipEncoders", "EncoderConfig", "ToyEncoders",
-           "document_text", "encoder_card", "get_encoders", "load_encoders", "sentence_vectors", "VLM", "CompletionLogprobs", "Generations", "TinySpec",
-           "build_tiny_vlm", "build_tokenizer", "gpu_checkpoint", "load_vlm", "make_chat", "tiny_config"]
+__all__ = ["build_tiny_vlm", "build_tokenizer", "ClipEncoders", "CompletionLogprobs", "document_text",
+           "encoder_card", "EncoderConfig", "FAMILIES", "Generations", "get_encoders", "gpu_checkpoint",
+           "GPU_CHECKPOINTS", "GPU_ENCODER", "load_encoders", "load_vlm", "make_chat", "sentence_vectors",
+           "tiny_config", "TinySpec", "ToyEncoders", "VLM"]
