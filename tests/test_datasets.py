@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 import types
-from pathlib import Path
 
 import pytest
+from _samples import sample  # noqa: E402
 
 from kbvqa.data import datasets as D
 from kbvqa.data import real_bioasq as B
@@ -22,16 +21,6 @@ from kbvqa.data import real_common as C
 from kbvqa.data import real_nonreasoning as NR
 from kbvqa.data import real_reasoning as RR
 from kbvqa.data.schema import KBExample, open_image, option_letters
-
-SAMPLES = Path(os.environ.get("KBVQA_SAMPLES")
-               or Path(__file__).resolve().parents[2] / "shared" / "data-samples")
-
-
-def sample(sub: str) -> Path:
-    path = SAMPLES / sub
-    if not path.exists():
-        pytest.skip(f"offline samples not found at {path} (set KBVQA_SAMPLES)")
-    return path
 
 
 @pytest.fixture(autouse=True)

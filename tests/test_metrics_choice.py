@@ -5,11 +5,10 @@ Sample tests skip when the samples folder is absent (override its location with 
 from __future__ import annotations
 
 import json
-import os
 import random
-from pathlib import Path
 
 import pytest
+from _samples import sample  # noqa: E402
 
 from kbvqa.metrics import (
     choice_accuracy,
@@ -23,17 +22,6 @@ from kbvqa.metrics import (
     scienceqa_parse_choice,
 )
 from kbvqa.parsers import extract_boxed
-
-SAMPLES = Path(os.environ.get("KBVQA_SAMPLES")
-               or Path(__file__).resolve().parents[2] / "shared" / "data-samples")
-
-
-def sample(sub: str) -> Path:
-    path = SAMPLES / sub
-    if not path.exists():
-        pytest.skip(f"offline samples not found at {path} (set KBVQA_SAMPLES)")
-    return path
-
 
 # ------------------------------------------------------------------ MMMU
 

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
+from _samples import sample  # noqa: E402
 
 from kbvqa.metrics import (
     RetrievalScores,
@@ -20,14 +19,9 @@ from kbvqa.metrics import (
     retrieval_prf,
 )
 
-SAMPLES = Path(os.environ.get("KBVQA_SAMPLES")
-               or Path(__file__).resolve().parents[2] / "shared" / "data-samples")
-
 
 def bioasq_gold() -> list[list[str]]:
-    path = SAMPLES / "bioasq" / "11B1_subset_20.json"
-    if not path.exists():
-        pytest.skip(f"offline samples not found at {path} (set KBVQA_SAMPLES)")
+    path = sample("bioasq/11B1_subset_20.json")
     questions = json.loads(path.read_text())["questions"]
     return [[pubmed_id(url) for url in q["documents"]] for q in questions]
 

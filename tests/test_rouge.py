@@ -9,17 +9,15 @@ error that names the Debian package to install (ROUGE-1.5.5.pl needs XML::Parser
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from _samples import sample  # noqa: E402
 
 from kbvqa.metrics import RougeScore, mean_rouge, porter_stem, rouge_n, rouge_su, rouge_tokens
 
-SAMPLES = Path(os.environ.get("KBVQA_SAMPLES")
-               or Path(__file__).resolve().parents[2] / "shared" / "data-samples")
 TOLERANCE = 1e-4        # perl prints 5 decimals and computes F from the rounded R and P
 
 
@@ -67,9 +65,7 @@ def test_skip_distance_and_multi_reference_modes():
 # ------------------------------------------------------------------ against ROUGE-1.5.5.pl
 
 def _ideal_answer_pairs() -> list[tuple[str, list[str]]]:
-    path = SAMPLES / "bioasq" / "11B1_subset_20.json"
-    if not path.exists():
-        pytest.skip(f"offline samples not found at {path} (set KBVQA_SAMPLES)")
+    path = sample("bioasq/11B1_subset_20.json")
     questions = json.loads(path.read_text())["questions"]
     return [(q["ideal_answer"][0], q["ideal_answer"][1:]) for q in questions
             if len(q["ideal_answer"]) > 1]

@@ -86,7 +86,8 @@ def test_stop_string_cuts_text_and_counts(vlm):
     prompt = [(red(), "what colour is the zorp ?")]
     full = vlm.generate(prompt, temperature=0, max_new_tokens=16, details=True)
     ids = full.token_ids[0][0]
-    decode = lambda x: vlm.tokenizer.decode(x, skip_special_tokens=True)
+    def decode(x):
+        return vlm.tokenizer.decode(x, skip_special_tokens=True)
     cut = next(k for k in range(1, len(ids)) if decode(ids[k:k + 1]).strip()
                and decode(ids[k:k + 1]) not in decode(ids[:k]))
     stop = decode(ids[cut:cut + 1])
