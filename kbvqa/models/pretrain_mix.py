@@ -159,7 +159,7 @@ def pretrain_batch(vlm, examples: list[Example]):
     return batch
 
 
-from kbvqa.models.pretrain_eval import EVAL_TASKS, eval_examples, token_length_report
+from kbvqa.models.pretrain_eval import EVAL_TASKS, eval_examples, token_length_report  # noqa: E402  (re-exported; pretrain_eval reads this module lazily)
 
 __all__ = [
     "DEFAULT_WEIGHTS",
