@@ -56,8 +56,8 @@ unit: $(STAMP)
 book-check: $(STAMP)
 	@export KBVQA_REQUIRE_BOOK=1; $(call run_pytest,tests -m book)
 
-# Unit tests first (fast failure), then one execution of the book, then checks on its HTML.
-test: unit book book-check
+# Lint and unit tests first (fast failure), then one execution of the book, then checks on its HTML.
+test: lint unit book book-check
 
 NB ?= notebooks
 nbmake: $(STAMP)
@@ -68,7 +68,7 @@ benchmarks: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kbvqa tests
+	$(VENV)/bin/ruff check kbvqa tests benchmarks
 
 clean:
 	rm -rf _build .pytest_cache
