@@ -246,4 +246,5 @@ def plot_training_curves(curves: dict):
     if points:
         ax_eval.legend(fontsize=8)
     fig.tight_layout()
+    plt.close(fig)  # shown once, as the notebook cell's value
     return fig
