@@ -1,0 +1,35 @@
+"""Tree search over retrieval choices: UCT scores and selection, bandits, trees, RCTS, SeRTS.
+
+This package starts with the UCT rule (``uct``) and its bandit background (``bandits``); the tree,
+backpropagation, RCTS and SeRTS modules are added by other chapters and append their exports
+here. Leaves out: model calls and rewards (``kbvqa.models``, ``kbvqa.rewards``).
+"""
+from kbvqa.search.uct import (
+    OFFICIAL_C,
+    OFFICIAL_EPS,
+    OFFICIAL_ROOT_UCT,
+    SELECTION_RULES,
+    UCT_VARIANTS,
+    exploration_bonus,
+    exploration_term,
+    select_child,
+    select_index,
+    selection_probabilities,
+    uct_score,
+)
+
+__all__ = [
+    "OFFICIAL_C",
+    "OFFICIAL_EPS",
+    "OFFICIAL_ROOT_UCT",
+    "SELECTION_RULES",
+    "UCT_VARIANTS",
+    "exploration_bonus",
+    "exploration_term",
+    "select_child",
+    "select_index",
+    "selection_probabilities",
+    "uct_score",
+]
+# Tree/backprop (tree.py), RCTS (rcts.py) and SeRTS (serts.py) exports are appended below by
+# their authors.
