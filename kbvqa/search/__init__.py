@@ -4,6 +4,17 @@ This package starts with the UCT rule (``uct``) and its bandit background (``ban
 backpropagation, RCTS and SeRTS modules are added by other chapters and append their exports
 here. Leaves out: model calls and rewards (``kbvqa.models``, ``kbvqa.rewards``).
 """
+from kbvqa.search.bandits import (
+    UCB1,
+    BanditRun,
+    BernoulliBandit,
+    EpsilonGreedy,
+    GaussianBandit,
+    UCTPolicy,
+    gaussian_testbed,
+    regret_curves,
+    run_bandit,
+)
 from kbvqa.search.uct import (
     OFFICIAL_C,
     OFFICIAL_EPS,
@@ -19,6 +30,15 @@ from kbvqa.search.uct import (
 )
 
 __all__ = [
+    "UCB1",
+    "BanditRun",
+    "BernoulliBandit",
+    "EpsilonGreedy",
+    "GaussianBandit",
+    "UCTPolicy",
+    "gaussian_testbed",
+    "regret_curves",
+    "run_bandit",
     "OFFICIAL_C",
     "OFFICIAL_EPS",
     "OFFICIAL_ROOT_UCT",
