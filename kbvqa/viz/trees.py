@@ -1,0 +1,228 @@
+"""The RCTS search tree as a picture: one pure ``draw_rcts_tree`` behind every front-end.
+
+``draw_rcts_tree(tree_records, upto_rollout=r)`` draws the MCTS-HR tree (RCTS §3.4, App. A) as it
+stood after rollout ``r``: per node its value Q, visits N and UCT (App. A Eq. 11, the paper's form
+``Q + c*sqrt((ln N(father) + 1)/(N + eps))``), the example the node adds to the K-shot prompt (a
+thumbnail of its image and a short text), the reward of every rollout that passed through it, and
+the path of rollout ``r`` in red; a strip below shows the reward (Eq. 9) of each rollout so far.
+
+The input is the plain export of ``kbvqa.search`` (``SearchTree.to_dict()`` / the records in an
+``RCTSResult``); ``tree_view`` reads it into ``TreeView`` and ``tree_state`` gives the values at a
+rollout. When the export carries per-rollout snapshots of (Q, N) they are shown as recorded;
+otherwise earlier frames replay N by counting paths and Q as the plain mean of the rewards seen
+(said in the figure's title), and the last frame shows the final recorded values.
+
+The layout (``tree_layout``) is a pure function of the parent links: leaves take consecutive
+columns in child order, a parent sits above the middle of its children, depth is the row.
+Front-ends (a kernel-free HTML slider and an ipywidgets slider) are in ``trees_player.py``.
+Leaves out: the search itself (``kbvqa.search``), any file or network I/O.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from kbvqa.viz.trees_records import NodeView, TreeView, tree_state, tree_view
+
+__all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "tree_layout", "tree_state",
+           "tree_view", "uct_paper"]
+
+
+def uct_paper(q: float, n: int, n_parent: int, c: float, eps: float = 1e-6) -> float:
+    """RCTS App. A Eq. 11: ``Q + c * sqrt((ln N(father) + 1) / (N + eps))``; ``inf`` for an unvisited
+    node under a visited parent is avoided by ``eps`` (it is just very large)."""
+    return q + c * math.sqrt((math.log(max(n_parent, 1)) + 1.0) / (n + eps))
+
+
+def tree_layout(parents: Mapping) -> dict:
+    """``{node: (x, y)}`` for a forest given as ``{node: parent or None}`` (child order = mapping order).
+
+    Leaves get x = 0, 1, 2, ... left to right (depth first); a parent is centred over its first and
+    last child; y = -depth. A parent missing from the mapping makes its child a root. A cycle raises
+    ``ValueError``.
+    """
+    children: dict = {node: [] for node in parents}
+    roots = []
+    for node, parent in parents.items():
+        if parent is None or parent not in parents:
+            roots.append(node)
+        else:
+            children[parent].append(node)
+    positions: dict = {}
+    next_leaf = 0
+    for root in roots:
+        stack = [(root, 0, False)]
+        while stack:
+            node, depth, done = stack.pop()
+            if done:
+                kids = children[node]
+                x = (positions[kids[0]][0] + positions[kids[-1]][0]) / 2
+                positions[node] = (x, -depth)
+                continue
+            if not children[node]:
+                positions[node] = (float(next_leaf), -depth)
+                next_leaf += 1
+                continue
+            stack.append((node, depth, True))
+            stack.extend((kid, depth + 1, False) for kid in reversed(children[node]))
+    if len(positions) != len(parents):
+        missing = [n for n in parents if n not in positions]
+        raise ValueError(f"nodes {missing[:5]} are not reachable from a root: the links form a cycle")
+    return positions
+
+
+def example_label(example, max_chars: int = 22) -> str:
+    """A short text for an in-context example: the toy world's ``rule key -> answer``, otherwise the
+    start of the question and the answer. Works on a ``Query``/``KBExample``, a dict or an id."""
+    if example is None:
+        return ""
+    if isinstance(example, (str, int)):
+        return str(example)[-max_chars:]
+    get = example.get if isinstance(example, dict) else lambda k, d=None: getattr(example, k, d)
+    meta = get("meta") or {}
+    answers = get("answers") or []
+    answer = answers[0] if answers else "?"
+    if "key_value" in meta and "template_id" in meta:
+        return f"{meta['template_id']} {meta['key_value']}\n-> {answer}"[: 2 * max_chars]
+    question = str(get("question") or get("id") or "")
+    short = question if len(question) <= max_chars else question[: max_chars - 1] + "…"
+    return f"{short}\n-> {answer}"
+
+
+def _thumbnail(image_ref, size: int):
+    from kbvqa.data.schema import open_image
+
+    try:
+        image = open_image(image_ref)
+    except (ValueError, OSError):  # an unreadable reference: draw the node without it
+        return None
+    if image is None:
+        return None
+    image = image.copy()
+    image.thumbnail((size, size))
+    return image
+
+
+def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good, thumb_px: int,
+               cmap, show_rewards: bool):
+    from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+
+    q, n, uct = state["q"], state["n"], state["uct"]
+    colour = cmap(0.1 + 0.5 * min(max(q, 0.0), 1.0)) if n > 0 else (0.93, 0.93, 0.93, 1.0)
+    text = "root\n" if node.parent is None else ""
+    text += f"Q {q:.2f}  N {n}"
+    if uct is not None:
+        text += f"\nUCT {uct:.2f}" if math.isfinite(uct) else "\nUCT inf"
+    ax.text(xy[0], xy[1], text, ha="center", va="center", fontsize=6.5, zorder=4,
+            bbox=dict(boxstyle="round,pad=0.25", fc=colour, ec="#c0392b" if on_path else "#555555",
+                      lw=2.0 if on_path else 0.6))
+    if example is not None and node.parent is not None:
+        image = _thumbnail(_get(example, "image"), thumb_px) if thumb_px else None
+        if image is not None:
+            box = AnnotationBbox(OffsetImage(image, zoom=1.0), (xy[0], xy[1] - 0.33), frameon=True,
+                                 pad=0.05, zorder=3,
+                                 bboxprops=dict(ec="#2e8b57" if good else "#999999", lw=1.5 if good else 0.5))
+            ax.add_artist(box)
+        ax.text(xy[0], xy[1] - 0.55, example_label(example) + (" ✓" if good else ""), ha="center",
+                va="top", fontsize=5.5, zorder=3, color="#2e8b57" if good else "#333333")
+    if show_rewards and state["rewards"]:
+        shown = " ".join(f"{r:.1f}" for _, r in state["rewards"][-4:])
+        more = "… " if len(state["rewards"]) > 4 else ""
+        ax.text(xy[0], xy[1] + 0.2, "r: " + more + shown, ha="center", va="bottom", fontsize=5.5,
+                color="#7f3c8d", zorder=4)
+
+
+def _get(obj, key):
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _draw_rewards(ax, view: TreeView, upto: int):
+    rewards = [r.reward for r in view.rollouts]
+    xs = list(range(1, len(rewards) + 1))
+    colours = ["#c0392b" if i == upto else ("#7f3c8d" if i < upto else "#dddddd")
+               for i in range(len(rewards))]
+    heights = [r if i <= upto and r is not None else 0.0 for i, r in enumerate(rewards)]
+    ax.bar(xs, heights, color=colours, width=0.7)
+    ax.set_xlim(0.3, max(len(rewards), 1) + 0.7)
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(xs, [str(x) for x in xs], fontsize=6)
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set_ylabel("reward Q_i", fontsize=7)
+    ax.set_xlabel("rollout", fontsize=7)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examples: Mapping | None = None,
+                   good_example: Callable | None = None, thumb_px: int = 24, show_rewards: bool = True,
+                   title: str | None = None, width_per_leaf: float = 1.25, dpi: int = 90):
+    """Draw the search tree after rollout ``upto_rollout`` (0-based; ``None``: the last) and return the
+    Figure (closed when this function created it, so a notebook shows it once).
+
+    ``tree_records``: a ``kbvqa.search`` export (see ``tree_view``). ``examples``: id -> example
+    (``Query``/``KBExample`` or dict with ``image``, ``question``, ``answers``, ``meta``) for the
+    thumbnails and labels; node records may carry them too. ``good_example(example) -> bool`` marks
+    examples worth having (e.g. same rule and key value as the query) with a green frame and ✓.
+    ``ax``: draw the tree only, into this Axes (no reward strip, the figure is not closed).
+    An empty tree draws a placeholder; ``upto_rollout`` outside the rollouts raises ``ValueError``.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+
+    view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
+    state = tree_state(view, upto_rollout)
+    upto = state["upto"]
+    created = ax is None
+    if created:
+        n_cols = max(len([n for n in state["nodes"] if not state["children"].get(n)]), 1)
+        width = min(max(4.5, width_per_leaf * n_cols + 1.0), 14.0)
+        depth = max((view.nodes[n].depth for n in state["nodes"]), default=0)
+        fig, (ax, strip) = plt.subplots(2, 1, figsize=(width, 1.35 * (depth + 1) + 1.9), dpi=dpi,
+                                        gridspec_kw={"height_ratios": [1.35 * (depth + 1), 1.0]})
+    fig = ax.figure
+    ax.axis("off")
+    if not state["nodes"]:
+        ax.text(0.5, 0.5, "empty tree: no nodes yet", ha="center", va="center", transform=ax.transAxes)
+        if created:
+            strip.axis("off")
+            plt.close(fig)
+        return fig
+    parents = {n: view.nodes[n].parent for n in state["nodes"]}
+    positions = tree_layout(parents)
+    path = set(state["path"])
+    for node_id, (x, y) in positions.items():
+        parent = view.nodes[node_id].parent
+        if parent in positions:
+            on_path = node_id in path and parent in path
+            px, py = positions[parent]
+            ax.plot([px, x], [py, y], color="#c0392b" if on_path else "#888888",
+                    lw=2.2 if on_path else 0.8, zorder=1)
+    cmap = colormaps["YlGn"]
+    examples = examples or {}
+    for node_id, xy in positions.items():
+        node = view.nodes[node_id]
+        example = examples.get(node.example_id, node.example) if node.example_id is not None else node.example
+        good = bool(good_example(example)) if (good_example and example is not None) else False
+        _draw_node(ax, xy, node, state["values"][node_id], node_id in path, example, good, thumb_px,
+                   cmap, show_rewards)
+    xs = [p[0] for p in positions.values()]
+    ys = [p[1] for p in positions.values()]
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.85, max(ys) + 0.45)
+    if title is None:
+        title = "empty search" if upto < 0 else f"after rollout {upto + 1} of {len(view.rollouts)}"
+        rollout = view.rollouts[upto] if upto >= 0 else None
+        if rollout is not None and rollout.reward is not None:
+            title += f": reward {rollout.reward:.2f}"
+        if rollout is not None and rollout.answer:
+            title += f", answer {rollout.answer}"
+        if state["replayed"]:
+            title += "\n(Q of earlier rollouts replayed as mean backup)"
+    ax.set_title(title, fontsize=9)
+    if created:
+        if view.rollouts:
+            _draw_rewards(strip, view, upto)
+        else:
+            strip.axis("off")
+        fig.tight_layout()
+        plt.close(fig)
+    return fig

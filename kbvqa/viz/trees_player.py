@@ -1,0 +1,111 @@
+"""Front-ends of the RCTS tree viewer: a kernel-free HTML slider and a live ipywidgets slider.
+
+Both step through the rollouts of one search by calling ``draw_rcts_tree(records, upto_rollout=r)``
+(``trees.py``), so every front-end shows the same picture:
+
+- ``rcts_tree_html``: pre-renders one small PNG per rollout (``max_frames`` of them at most, always
+  including the last) and returns an ``IPython.display.HTML`` with the frames and a range slider
+  whose inline ``oninput`` shows one frame. It needs no kernel, so it works in the built book's
+  HTML; at the default size a frame is ~30-60 kB, so ten frames stay well under 1 MB.
+- ``rcts_tree_widget``: an ``ipywidgets`` slider that redraws live in Jupyter/Colab. Without
+  ipywidgets it says so and returns the HTML slider instead.
+
+``frame_rollouts`` (which rollouts become frames) is pure and tested. Leaves out: the drawing.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+
+from kbvqa.viz.trees import draw_rcts_tree
+from kbvqa.viz.trees_records import TreeView, tree_view
+
+
+def frame_rollouts(n_rollouts: int, max_frames: int | None = None) -> list[int]:
+    """Rollout positions to pre-render: all of them, or ``max_frames`` spread evenly and always
+    ending at the last; ``[-1]`` (the tree before any rollout) when there are none."""
+    if n_rollouts < 0:
+        raise ValueError(f"n_rollouts must be >= 0, got {n_rollouts}")
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"max_frames must be >= 1 or None, got {max_frames}")
+    if n_rollouts == 0:
+        return [-1]
+    if max_frames is None or n_rollouts <= max_frames:
+        return list(range(n_rollouts))
+    if max_frames == 1:
+        return [n_rollouts - 1]
+    step = (n_rollouts - 1) / (max_frames - 1)
+    return sorted({round(i * step) for i in range(max_frames)})
+
+
+def render_frames(tree_records, max_frames: int | None = 12, dpi: int = 60, **draw_kwargs) -> list[bytes]:
+    """PNG bytes of each frame of ``frame_rollouts`` (one ``draw_rcts_tree`` call per frame)."""
+    view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
+    frames = []
+    for upto in frame_rollouts(len(view.rollouts), max_frames):
+        fig = draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        frames.append(buffer.getvalue())
+    return frames
+
+
+def frames_html(frames: list[bytes], labels: list[str] | None = None, title: str = "") -> str:
+    """The HTML of a kernel-free slider over PNG ``frames`` (the last one shown first)."""
+    if not frames:
+        raise ValueError("frames_html needs at least one frame")
+    labels = labels or [f"frame {i + 1}" for i in range(len(frames))]
+    uid = "rcts-" + hashlib.sha1(b"".join(frames)).hexdigest()[:10]
+    last = len(frames) - 1
+    images = "".join(
+        f'<img class="{uid}-f" alt="{html.escape(labels[i])}" style="max-width:100%;'
+        f'display:{"block" if i == last else "none"}" src="data:image/png;base64,'
+        f'{base64.b64encode(f).decode()}"/>' for i, f in enumerate(frames))
+    names = "|".join(html.escape(x).replace("|", "/") for x in labels)
+    show = (f"var b=document.getElementById('{uid}');var i=+this.value;"
+            f"b.querySelectorAll('.{uid}-f').forEach(function(m,j){{m.style.display=(j==i)?'block':'none';}});"
+            f"b.querySelector('.{uid}-l').textContent=b.dataset.names.split('|')[i];")
+    slider = (f'<input type="range" min="0" max="{last}" value="{last}" step="1" style="width:60%" '
+              f'oninput="{show}"/>' if last > 0 else "")
+    return (f'<div id="{uid}" data-names="{names}" style="font-family:sans-serif;font-size:13px">'
+            f'<div>{html.escape(title)}</div>{images}<div>{slider} '
+            f'<span class="{uid}-l">{html.escape(labels[last])}</span></div></div>')
+
+
+def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: int = 60, title: str = "", **draw_kwargs):
+    """``IPython.display.HTML``: the tree after each rollout, behind a slider that needs no kernel."""
+    from IPython.display import HTML
+
+    view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
+    positions = frame_rollouts(len(view.rollouts), max_frames)
+    frames = render_frames(view, max_frames=max_frames, dpi=dpi, **draw_kwargs)
+    labels = ["before any rollout" if p < 0 else f"rollout {p + 1} of {len(view.rollouts)}" for p in positions]
+    return HTML(frames_html(frames, labels, title or "drag the slider to step through the rollouts"))
+
+
+def rcts_tree_widget(tree_records, **draw_kwargs):
+    """A live ``ipywidgets`` slider over the rollouts (Jupyter/Colab); without ipywidgets, the
+    kernel-free HTML slider of ``rcts_tree_html``."""
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        print("ipywidgets is not installed: showing the pre-rendered slider instead")
+        return rcts_tree_html(tree_records, **draw_kwargs)
+    from IPython.display import display
+
+    view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
+    last = len(view.rollouts) - 1
+    slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
+                               readout_format="d", continuous_update=False)
+    out = widgets.Output()
+
+    def redraw(change=None):
+        with out:
+            out.clear_output(wait=True)
+            display(draw_rcts_tree(view, upto_rollout=slider.value, **draw_kwargs))
+
+    slider.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([slider, out])

@@ -1,0 +1,145 @@
+"""The RCTS tree viewer: layout, rollout recovery and replay, frames, empty and one-node trees."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from kbvqa.search.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
+from kbvqa.viz.trees import draw_rcts_tree, example_label, tree_layout, tree_state, tree_view  # noqa: E402
+from kbvqa.viz.trees_player import frame_rollouts, frames_html, rcts_tree_html, render_frames  # noqa: E402
+
+PATHS = [(0, 1), (0, 2), (3, 1), (0, 1), (3, 4)]
+REWARDS = [0.2, 0.8, 0.5, 1.0, 0.0]
+
+
+def build(rule="paper", paths=PATHS, rewards=REWARDS):
+    """A hand-built search: returns the root and the (Q, N) of every node after each rollout."""
+    root, snapshots = Node(origin="root"), []
+    for r, (path, reward) in enumerate(zip(paths, rewards)):
+        node = root
+        for a in path:
+            child = next((c for c in node.children if c.action == a), None)
+            node = child or node.add_child(a, f"kb-{a}", created_at=r)
+        node.answer = "AB"[r % 2]
+        BACKPROP_RULES[rule](node, reward, r)
+        snapshots.append({rec["node_id"]: (rec["Q"], rec["N"]) for rec in tree_to_records(root)})
+    return root, snapshots
+
+
+def test_layout_leaves_in_columns_parents_centred():
+    parents = {"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b"}
+    pos = tree_layout(parents)
+    assert pos["a1"] == (0.0, -2) and pos["a2"] == (1.0, -2) and pos["b1"] == (2.0, -2)
+    assert pos["a"] == (0.5, -1) and pos["b"] == (2.0, -1)
+    assert pos["r"] == (1.25, 0)
+
+
+def test_layout_forest_single_node_and_cycle():
+    assert tree_layout({"only": None}) == {"only": (0.0, 0)}
+    assert tree_layout({}) == {}
+    pos = tree_layout({"x": None, "y": None})
+    assert pos["x"][0] < pos["y"][0]
+    with pytest.raises(ValueError):
+        tree_layout({"r": None, "a": "b", "b": "a"})
+
+
+def test_rollouts_recovered_from_records():
+    root, _ = build()
+    view = tree_view(tree_to_records(root))
+    assert [r.index for r in view.rollouts] == list(range(len(PATHS)))
+    assert [r.reward for r in view.rollouts] == REWARDS
+    assert view.rollouts[2].path == ["root", "root.3", "root.3.1"]
+    assert view.nodes["root.0.2"].example_id == "kb-2"
+
+
+@pytest.mark.parametrize("rule", ["paper", "mean", "official"])
+def test_replay_gives_the_values_after_each_rollout(rule):
+    root, snapshots = build(rule)
+    view = tree_view({"nodes": tree_to_records(root), "config": {"backprop": rule}})
+    for r, snap in enumerate(snapshots):
+        state = tree_state(view, r)
+        assert not state["replayed"]
+        assert set(state["nodes"]) == set(snap)
+        for node_id, (q, n) in snap.items():
+            assert state["values"][node_id]["q"] == pytest.approx(q)
+            assert state["values"][node_id]["n"] == n
+
+
+def test_wrong_rule_is_flagged_as_replayed():
+    root, _ = build("paper")
+    view = tree_view({"nodes": tree_to_records(root), "config": {"backprop": "mean"}})
+    assert tree_state(view, 1)["replayed"]          # Eq. 10 values cannot come from mean backups
+    assert not tree_state(view, None)["replayed"]   # the last frame shows the recorded values
+
+
+def test_state_before_any_rollout_and_bad_index():
+    root, _ = build()
+    view = tree_view(tree_to_records(root))
+    assert tree_state(view, -1)["nodes"] == ["root"]
+    assert tree_state(view, 0)["path"] == ["root", "root.0", "root.0.1"]
+    with pytest.raises(ValueError):
+        tree_state(view, len(PATHS))
+    with pytest.raises(ValueError):
+        draw_rcts_tree(view, upto_rollout=99)
+
+
+def test_draw_returns_a_closed_figure_with_the_current_path():
+    root, _ = build()
+    fig = draw_rcts_tree(tree_to_records(root), upto_rollout=1)
+    assert not plt.fignum_exists(fig.number)
+    tree_ax = fig.axes[0]
+    assert "rollout 2 of 5" in tree_ax.get_title()
+    red = [line for line in tree_ax.lines if line.get_color() == "#c0392b"]
+    assert len(red) == 2                     # root -> root.0 -> root.0.2
+    texts = " ".join(t.get_text() for t in tree_ax.texts)
+    assert "Q 0.80  N 1" in texts and "UCT" in texts
+
+
+def test_draw_into_a_given_axes_and_empty_trees():
+    root, _ = build()
+    fig, ax = plt.subplots()
+    assert draw_rcts_tree(tree_to_records(root), ax=ax) is fig
+    assert plt.fignum_exists(fig.number)      # the caller's figure stays open
+    plt.close(fig)
+    for empty in ([], None, {"nodes": []}):
+        assert "empty tree" in draw_rcts_tree(empty).axes[0].texts[0].get_text()
+    single = draw_rcts_tree(tree_to_records(Node(origin="root")))
+    assert "root" in " ".join(t.get_text() for t in single.axes[0].texts)
+
+
+def test_frames_one_per_rollout_and_small_html():
+    root, _ = build()
+    records = tree_to_records(root)
+    frames = render_frames(records, max_frames=None, dpi=40)
+    assert len(frames) == len(PATHS)
+    assert all(f[:8] == b"\x89PNG\r\n\x1a\n" for f in frames)
+    page = rcts_tree_html(records, dpi=40).data
+    assert page.count("<img") == len(PATHS) and 'type="range"' in page
+    assert len(page) < 3_000_000
+    assert len(render_frames([], dpi=40)) == 1
+    assert 'type="range"' not in frames_html(render_frames([], dpi=40))
+
+
+def test_frame_selection():
+    assert frame_rollouts(0) == [-1]
+    assert frame_rollouts(5) == [0, 1, 2, 3, 4]
+    picked = frame_rollouts(100, max_frames=8)
+    assert len(picked) == 8 and picked[0] == 0 and picked[-1] == 99
+    with pytest.raises(ValueError):
+        frame_rollouts(3, max_frames=0)
+
+
+def test_example_label():
+    toy = {"answers": ["C"], "meta": {"template_id": "nest", "key_value": "dots"}}
+    assert example_label(toy) == "nest dots\n-> C"
+    assert example_label({"question": "x" * 50, "answers": ["B"]}).endswith("…\n-> B")
+    assert example_label(None) == "" and example_label("kb-7") == "kb-7"
+
+
+def test_widget_or_fallback():
+    root, _ = build()
+    from kbvqa.viz.trees_player import rcts_tree_widget
+
+    box = rcts_tree_widget(tree_to_records(root))
+    assert box is not None
