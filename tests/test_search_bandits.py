@@ -92,3 +92,17 @@ def test_sampling_selection_explores_much_more_than_argmax():
     run = run_bandit(UCTPolicy(0.5, "official", "sample"), STANDARD, 1000, seed=0)
     share_best = np.mean(run.choices == 0)
     assert 0.2 < share_best < 0.6  # proportional, not greedy: best arm well under 0.9
+
+
+def test_figures_draw_every_variant_and_the_slider_is_kernel_free():
+    from kbvqa.search.uct import UCT_VARIANTS
+    from kbvqa.viz.bandits import draw_regret_curves, exploration_slider_html, plot_exploration_term
+
+    fig = plot_exploration_term(cs=(0.5, 1.0), n_parent=20)
+    assert len(fig.axes) == 2 and all(len(ax.lines) == len(UCT_VARIANTS) for ax in fig.axes)
+    fig = draw_regret_curves({"a": np.ones((2, 5)).cumsum(1), "b": np.zeros((2, 5))})
+    assert len(fig.axes[0].lines) == 2
+    html = exploration_slider_html(cs=(0.2, 1.0), n_parent=10, dpi=30)
+    assert 'type="range"' in html and html.count("data:image/png;base64") == 2
+    with pytest.raises(ValueError):
+        draw_regret_curves({})

@@ -1,0 +1,181 @@
+"""Pictures for the bandit/UCT chapter: regret curves and UCT's exploration term.
+
+One pure function, ``draw_exploration_term(ax, c, n_parent, ...)``, draws the exploration term
+``c * bonus(N, N_parent)`` of each UCT variant against a child's visits ``N``. Three views call it:
+
+- ``plot_exploration_term``: a static figure, one panel per ``c`` (what the built book shows);
+- ``exploration_slider_html``: a ``FuncAnimation`` over ``c`` rendered with ``to_jshtml()``: a
+  JavaScript player with a slider that works in the HTML book without a kernel;
+- ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab;
+  returns ``None`` with a message when ipywidgets is missing.
+
+``plot_exploration_vs_parent`` draws the term against ``N_parent`` and ``draw_regret_curves`` the
+mean (and 10-90 % band over seeds) of ``kbvqa.search.bandits.regret_curves``. Every figure is
+closed before it is returned, so a notebook shows it once. Leaves out: tree pictures.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kbvqa.search.uct import OFFICIAL_EPS, UCT_VARIANTS, exploration_term
+
+VARIANT_STYLE = {  # colour and label of each UCT variant in every figure of the chapter
+    "paper": ("#4c72b0", "RCTS paper, Eq. 11"),
+    "official": ("#dd8452", "RCTS official code"),
+    "serts": ("#55a868", "SeRTS Eq. 1"),
+    "ucb1": ("#8172b2", "UCB1 / UCT"),
+}
+
+
+def draw_exploration_term(ax, c: float, n_parent: int = 50, variants=UCT_VARIANTS,
+                          n_max: int | None = None, y_max: float = 4.0,
+                          eps: float = OFFICIAL_EPS):
+    """Draw ``c * bonus`` against ``N = 1..n_max`` (default ``n_parent``) on ``ax``; returns ax.
+
+    ``N = 0`` is left out (its term is huge or infinite, see ``kbvqa.search.uct``); the y axis is
+    fixed at ``[0, y_max]`` so frames and panels compare.
+    """
+    n_parent = int(n_parent)
+    if n_parent < 1:
+        raise ValueError(f"n_parent must be >= 1, got {n_parent}")
+    n_max = n_parent if n_max is None else int(n_max)
+    if n_max < 1:
+        raise ValueError(f"n_max must be >= 1, got {n_max}")
+    ns = np.arange(1, n_max + 1)
+    for variant in variants:
+        colour, label = VARIANT_STYLE[variant]
+        ax.plot(ns, exploration_term(ns, n_parent, c, variant, eps), color=colour, label=label,
+                lw=1.8)
+    ax.set_ylim(0, y_max)
+    ax.set_xlim(1, n_max)
+    ax.set_xlabel("visits of the child, N")
+    ax.set_ylabel("exploration term")
+    ax.set_title(f"c = {c:.2f}, N(parent) = {n_parent}", fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def plot_exploration_term(cs=(0.1, 0.5, 1.0, 2.0), n_parent: int = 50, variants=UCT_VARIANTS):
+    """Static figure: one ``draw_exploration_term`` panel per exploration constant in ``cs``."""
+    import matplotlib.pyplot as plt
+
+    cs = list(cs)
+    if not cs:
+        raise ValueError("cs must hold at least one exploration constant")
+    fig, axes = plt.subplots(1, len(cs), figsize=(3.6 * len(cs), 3.2), sharey=True, squeeze=False)
+    for ax, c in zip(axes[0], cs):
+        draw_exploration_term(ax, c, n_parent, variants)
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    axes[0][0].legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: int = 200,
+                               variants=UCT_VARIANTS):
+    """The term against ``N_parent`` for a few child visit counts (one panel per count)."""
+    import matplotlib.pyplot as plt
+
+    visits = list(visits)
+    if not visits:
+        raise ValueError("visits must hold at least one visit count")
+    parents = np.arange(1, int(n_parent_max) + 1)
+    fig, axes = plt.subplots(1, len(visits), figsize=(3.6 * len(visits), 3.2), sharey=True,
+                             squeeze=False)
+    for ax, n in zip(axes[0], visits):
+        for variant in variants:
+            colour, label = VARIANT_STYLE[variant]
+            ax.plot(parents, exploration_term(n, parents, c, variant), color=colour, label=label)
+        ax.axvline(n, color="grey", lw=0.8, ls=":")  # SeRTS's term is 0 until N_parent > N
+        ax.set_title(f"c = {c:g}, child visits N = {n}", fontsize=10)
+        ax.set_xlabel("visits of the parent, N(parent)")
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_ylabel("exploration term")
+    axes[0][0].legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
+                            dpi: int = 60) -> str:
+    """A kernel-free slider over ``c``: ``FuncAnimation(...).to_jshtml()`` of the draw function.
+
+    Returns the HTML string (display it with ``IPython.display.HTML``); frames are rendered at a
+    low ``dpi`` to keep the page small (about 15-25 kB per frame).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation
+
+    cs = np.round(np.linspace(0.0, 2.0, 11), 2) if cs is None else np.asarray(cs, dtype=float)
+    if cs.size == 0:
+        raise ValueError("cs must hold at least one exploration constant")
+    fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=dpi)
+
+    def frame(i):
+        ax.clear()
+        draw_exploration_term(ax, float(cs[i]), n_parent, variants)
+        ax.legend(fontsize=7, frameon=False, loc="upper right")
+        return []
+
+    anim = FuncAnimation(fig, frame, frames=len(cs), interval=600, blit=False)
+    html = anim.to_jshtml(default_mode="once")
+    plt.close(fig)
+    return html
+
+
+def exploration_widget(n_parent: int = 50):
+    """A live ipywidgets slider panel (c, N_parent, variant) over ``draw_exploration_term``.
+
+    Needs a running kernel (Jupyter/Colab). Returns the ``interact`` widget, or ``None`` (after a
+    printed note) when ipywidgets is not installed.
+    """
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        print("ipywidgets is not installed: `pip install ipywidgets` for the live slider")
+        return None
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    def show(c=0.5, n_parent=n_parent, variant="all"):
+        fig, ax = plt.subplots(figsize=(5.5, 3.4))
+        draw_exploration_term(ax, c, n_parent, UCT_VARIANTS if variant == "all" else (variant,))
+        ax.legend(fontsize=7, frameon=False, loc="upper right")
+        plt.close(fig)
+        display(fig)
+
+    return widgets.interact(
+        show,
+        c=widgets.FloatSlider(value=0.5, min=0.0, max=2.0, step=0.05, description="c"),
+        n_parent=widgets.IntSlider(value=n_parent, min=1, max=200, description="N(parent)"),
+        variant=widgets.Dropdown(options=("all",) + UCT_VARIANTS, value="all"),
+    )
+
+
+def draw_regret_curves(curves: dict, title: str = "cumulative regret (mean over seeds)",
+                       log_x: bool = False):
+    """Mean cumulative regret of each policy with its 10-90 % band over seeds."""
+    import matplotlib.pyplot as plt
+
+    if not curves:
+        raise ValueError("curves is empty; pass kbvqa.search.bandits.regret_curves(...)")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, runs in curves.items():
+        runs = np.atleast_2d(np.asarray(runs, dtype=float))
+        steps = np.arange(1, runs.shape[1] + 1)
+        line, = ax.plot(steps, runs.mean(0), label=f"{label} ({runs.mean(0)[-1]:.0f})")
+        lo, hi = np.percentile(runs, [10, 90], axis=0)
+        ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel("cumulative regret  Σ (μ* − μ_a)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
