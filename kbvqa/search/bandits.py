@@ -129,7 +129,7 @@ class EpsilonGreedy(_CountingPolicy):
         if rng.random() < self.epsilon:
             return int(rng.integers(len(self.values)))
         best = np.flatnonzero(self.values == self.values.max())
-        return int(rng.choice(best))
+        return int(best[rng.integers(best.size)])  # ties broken at random
 
 
 @dataclass
@@ -203,7 +203,8 @@ def regret_curves(policies, env, steps: int, seeds=range(10), progress: bool = T
         raise ValueError("regret_curves needs at least one policy and one seed")
     from tqdm import tqdm
 
-    bar = tqdm(total=len(policies) * len(seeds), desc="bandit runs", disable=not progress)
+    bar = tqdm(total=len(policies) * len(seeds), desc="bandit runs", disable=not progress,
+               mininterval=0.5)
     curves = {}
     for label, policy in policies.items():
         rows = []

@@ -45,9 +45,9 @@ OFFICIAL_ROOT_UCT = 10_000.0  # the official code's fixed score for the root (fa
 
 def _as_counts(x, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} contains nan")
-    if (arr < 0).any():
+    if not (arr >= 0).all():  # one pass catches both nan and negative counts
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains nan")
         raise ValueError(f"{name} must be >= 0 (visit counts), got min {arr.min()}")
     return arr
 
@@ -67,8 +67,7 @@ def exploration_bonus(n, n_parent, variant: str = "paper", eps: float = OFFICIAL
     if variant not in UCT_VARIANTS:
         raise ValueError(f"unknown UCT variant {variant!r}; expected one of {UCT_VARIANTS}")
     n = _as_counts(n, "n")
-    n_parent = _as_counts(n_parent, "n_parent")
-    n, n_parent = np.broadcast_arrays(n, n_parent)
+    n_parent = _as_counts(n_parent, "n_parent")  # broadcasts against n in the arithmetic below
     with np.errstate(divide="ignore", invalid="ignore"):
         if variant in ("paper", "official"):
             eps = float(eps)
@@ -120,6 +119,8 @@ def selection_probabilities(scores) -> np.ndarray:
     s = np.asarray(scores, dtype=float).ravel()
     if s.size == 0:
         raise ValueError("no scores to select from")
+    if (s > 0).all() and s.max() < 1e300:  # the common case: all positive, sum cannot overflow
+        return s / s.sum()
     pos_inf = np.isposinf(s)
     if pos_inf.any():
         weights = pos_inf.astype(float)
@@ -149,7 +150,12 @@ def select_index(scores, how: str = "argmax", rng=None) -> int:
         return int(np.argmax(np.where(np.isnan(s), -np.inf, s)))
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(0 if rng is None else rng)
-    return int(rng.choice(s.size, p=selection_probabilities(s)))
+    probabilities = selection_probabilities(s)
+    cumulative = np.cumsum(probabilities)  # inverse CDF with one uniform draw
+    index = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+    if index >= s.size:  # rounding at the top end: the last index that has any mass
+        index = int(np.flatnonzero(probabilities > 0)[-1])
+    return index
 
 
 def select_child(q, n, n_parent, c: float = 1.0, *, variant: str = "paper", how: str = "argmax",

@@ -129,8 +129,8 @@ def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
 def exploration_widget(n_parent: int = 50):
     """A live ipywidgets slider panel (c, N_parent, variant) over ``draw_exploration_term``.
 
-    Needs a running kernel (Jupyter/Colab). Returns the ``interact`` widget, or ``None`` (after a
-    printed note) when ipywidgets is not installed.
+    Needs a running kernel (Jupyter/Colab). Returns the ``interactive`` widget (a notebook shows
+    it as the cell's value), or ``None`` (after a printed note) when ipywidgets is not installed.
     """
     try:
         import ipywidgets as widgets
@@ -147,7 +147,7 @@ def exploration_widget(n_parent: int = 50):
         plt.close(fig)
         display(fig)
 
-    return widgets.interact(
+    return widgets.interactive(
         show,
         c=widgets.FloatSlider(value=0.5, min=0.0, max=2.0, step=0.05, description="c"),
         n_parent=widgets.IntSlider(value=n_parent, min=1, max=200, description="N(parent)"),
