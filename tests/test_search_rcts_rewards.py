@@ -48,21 +48,25 @@ def test_mutual_references_paper_cycles_the_path_official_takes_the_top():
 
 
 class Echo:
-    """A fake model whose sample i of prompt p is ``script[p][i % len]``."""
+    """A fake model that cycles through ``script[p]`` for prompt p, across rows and samples."""
 
     def __init__(self, script):
-        self.script, self.calls = script, 0
+        self.script, self.calls, self.seen = script, 0, {}
+
+    def next(self, p):
+        i = self.seen[p] = self.seen.get(p, -1) + 1
+        return self.script[p][i % len(self.script[p])]
 
     def generate(self, prompts, n=1, **kwargs):
         self.calls += 1
-        return [[self.script[p][i % len(self.script[p])] for i in range(n)] for p in prompts]
+        return [[self.next(p) for _ in range(n)] for p in prompts]
 
 
 def test_generate_batched_serves_unequal_n_in_one_call():
     vlm, counter = Echo({"a": ["a0", "a1", "a2", "a3"], "b": ["b0", "b1"]}), CallCounter()
     out = generate_batched(vlm, [("a", 4), ("b", 2)], counter, "x")
     assert vlm.calls == 1 and counter.completions == 6 and counter.prompts == 3
-    assert out == [["a0", "a1", "a0", "a1"], ["b0", "b1"]]      # "a" sent twice with n = gcd = 2
+    assert out == [["a0", "a1", "a2", "a3"], ["b0", "b1"]]      # "a" sent twice with n = gcd = 2
     assert generate_batched(vlm, [], counter, "x") == [] and vlm.calls == 1
     with pytest.raises(ValueError):
         generate_batched(vlm, [("a", 0)], counter, "x")
