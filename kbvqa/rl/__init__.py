@@ -1,0 +1,41 @@
+"""ReAG's training stages (Sec. 3.3-3.4): SFT cold start and GRPO, from scratch.
+
+- ``cold_start.py``: cold-start examples from the toy world (templated traces that state relevance).
+- ``sft.py``: Eq. 5 (alpha-weighted answer vs trace loss), the trace/answer token split, ``sft_train``.
+- ``grpo_loss.py``: Eq. 8 group advantages and the clipped token loss of Eq. 6-7 (beta = 0), held
+  equal to TRL's ``GRPOTrainer._compute_loss`` with ``loss_type="dapo"`` in the tests.
+- ``grpo.py``: sampling groups, rewards (Eq. 9), ``grpo_step`` and ``grpo_train``.
+- ``common.py``: trainable weights (frozen vision encoder, LoRA), optimiser and schedule.
+
+Leaves out: PPO and the MOLT/SeRTS training loops.
+"""
+from kbvqa.rl.cold_start import cold_start_example, cold_start_examples, cold_start_trace
+from kbvqa.rl.common import build_optimizer, prepare_trainable
+from kbvqa.rl.grpo import (
+                           GRPOConfig,
+                           GRPOResult,
+                           GRPOStepStats,
+                           Rollouts,
+                           grpo_step,
+                           grpo_train,
+                           policy_update,
+                           sample_groups,
+)
+from kbvqa.rl.grpo_loss import GRPOLoss, clipped_token_loss, group_advantages, grpo_loss
+from kbvqa.rl.sft import (
+                           SFTConfig,
+                           SFTLoss,
+                           SFTResult,
+                           answer_start,
+                           answer_token_mask,
+                           sft_batch_loss,
+                           sft_loss,
+                           sft_train,
+                           split_tokens,
+)
+
+__all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss", "cold_start_example",
+           "cold_start_examples", "cold_start_trace", "group_advantages", "grpo_loss", "GRPOConfig",
+           "GRPOLoss", "GRPOResult", "grpo_step", "GRPOStepStats", "grpo_train", "policy_update",
+           "prepare_trainable", "Rollouts", "sample_groups", "sft_batch_loss", "SFTConfig", "SFTLoss",
+           "sft_loss", "SFTResult", "sft_train", "split_tokens"]

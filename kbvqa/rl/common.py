@@ -1,0 +1,74 @@
+"""What the SFT and GRPO loops share: which weights train, the optimiser and its schedule.
+
+ReAG (Sec. 4 and supp. B) updates "the MLP adapter and LLM weights while keeping the vision encoder
+frozen": ``prepare_trainable`` freezes the vision tower except its merger (the Qwen families' MLP
+adapter lives at ``visual.merger``; Idefics3's connector sits outside the vision model), or adds LoRA
+adapters (``VLM.add_lora``), after which only adapters train. Both stages use a cosine schedule
+with linear warm-up (supp. B: 450 / 150 warm-up steps for SFT / RL, weight decay 0.01 / 0).
+
+Leaves out: the losses (``sft.py``, ``grpo_loss.py``) and the loops (``sft.py``, ``grpo.py``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+SCHEDULES = ("cosine", "constant")
+
+
+def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True) -> list[torch.nn.Parameter]:
+    """Add LoRA adapters when ``lora`` is a dict of ``VLM.add_lora`` arguments (not twice), freeze
+    the vision encoder (merger excepted) when ``freeze_vision``; return the trainable parameters."""
+    if lora is not None and not isinstance(lora, dict):
+        raise ValueError(f"lora must be None or a dict of VLM.add_lora arguments, got {type(lora).__name__}")
+    if lora is not None and not hasattr(vlm.model, "peft_config"):
+        vlm.add_lora(**lora)
+    if freeze_vision:
+        for name, param in vlm.vision_tower.named_parameters():
+            if not name.startswith("merger."):
+                param.requires_grad_(False)
+    params = [p for p in vlm.model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("no trainable parameters left")
+    return params
+
+
+def lr_factor(step: int, warmup_steps: int, total_steps: int, schedule: str = "cosine") -> float:
+    """Multiplier of the peak learning rate at ``step``: linear warm-up, then cosine to 0 or constant."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    span = max(1, total_steps - warmup_steps)
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup_steps) / span)))
+
+
+def build_optimizer(params, lr: float, weight_decay: float, warmup_steps: int, total_steps: int,
+                    schedule: str = "cosine", betas: tuple[float, float] = (0.9, 0.999)):
+    """(AdamW, LambdaLR) with the schedule of ``lr_factor``; weight_decay = 0 is plain Adam."""
+    if not lr > 0 or weight_decay < 0 or warmup_steps < 0 or total_steps < 1:
+        raise ValueError("need lr > 0, weight_decay >= 0, warmup_steps >= 0, total_steps >= 1")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=betas)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, warmup_steps, total_steps, schedule))
+    return optimizer, scheduler
+
+
+def prompt_and_completion(example: Any) -> tuple[Any, str]:
+    """(prompt, completion) of an ``Example``-like object or a ``(prompt, completion)`` pair."""
+    if hasattr(example, "prompt") and hasattr(example, "completion"):
+        return example.prompt, example.completion
+    if isinstance(example, (tuple, list)) and len(example) == 2:
+        return example[0], example[1]
+    raise ValueError("an example must have .prompt and .completion or be a (prompt, completion) pair")
+
+
+def check_positive_int(**values) -> None:
+    """Raise ``ValueError`` unless every value is an int >= 1."""
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")

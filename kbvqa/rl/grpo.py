@@ -1,0 +1,248 @@
+"""ReAG's RL stage (Sec. 3.4, supp. B): GRPO steps on a VLM, written out in readable steps.
+
+One ``grpo_step`` on a batch of prompts (each with its ``Query``, which holds the gold answers):
+
+1. sample a group of G completions per prompt from the current policy, in ONE ``vlm.generate``
+   call (``n=G``; the image of a prompt is encoded once);
+2. score each completion: R = gamma * R_task + delta * R_fmt (Eq. 9, ``kbvqa.rewards``;
+   gamma = 1, delta = 0.2);
+3. group-normalised advantages (Eq. 8, ``grpo_loss.group_advantages``);
+4. old log-probs of the sampled tokens under the sampling policy, detached (Eq. 7's denominator);
+5. new log-probs with gradients, the clipped token loss with no KL (Eq. 6, ``grpo_loss.grpo_loss``),
+   backward, gradient clipping, an optimiser step. With ``num_iterations > 1`` steps 5 repeat on
+   the same samples (off-policy updates, where the ratio moves away from 1 and clipping bites).
+
+ReAG never updates off-policy (one update per sample batch), so its ratio is always 1 and the loss
+gradient is that of -A_i * log pi(o_t) / (number of tokens). With ``num_iterations == 1`` the old
+log-probs are the new ones detached: the same numbers (same weights, dropout off because the model
+stays in eval mode, as TRL's ``disable_dropout``), one forward pass saved -- TRL does the same.
+Log-probs use the sampling temperature (TRL divides the logits by it too). The sampled token ids
+are scored as generated (with their EOS), never re-tokenised from text.
+
+Leaves out: the loss maths (``grpo_loss.py``), vLLM, reference models and KL (beta = 0), reward
+models, multi-GPU. ReAG's scale: 128 prompts x 8 completions per batch, Adam, lr 1e-6, cosine
+schedule with 150 warm-up steps, no weight decay, 48 h on 32-64 A100s.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from kbvqa.config import seed_everything
+from kbvqa.data.schema import Query
+from kbvqa.rewards import ReAGRewardConfig, format_reward, query_gold, task_reward
+from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable
+from kbvqa.rl.grpo_loss import NORMALISATIONS, STD_KINDS, group_advantages, grpo_loss
+
+
+@dataclass
+class GRPOConfig:
+    """GRPO settings. Defaults suit the tiny cpu model; ReAG's values (or TRL's) are in comments."""
+
+    group_size: int = 8                 # G completions per prompt (ReAG: 8)
+    prompts_per_step: int = 4           # prompts per optimiser step (ReAG: 128)
+    steps: int = 20                     # optimiser steps of grpo_train
+    lr: float = 1e-5                    # peak learning rate (ReAG: 1e-6, Adam)
+    warmup_steps: int = 0               # linear warm-up (ReAG: 150), then ``schedule``
+    schedule: str = "constant"          # "constant" or "cosine" (ReAG: cosine)
+    clip_eps: float = 0.2               # ratio clip 1 - eps (TRL default; ReAG states none, uses TRL)
+    clip_eps_high: float | None = None  # upper clip 1 + eps_high (None: = clip_eps; DAPO: 0.28)
+    num_iterations: int = 1             # updates per sample batch (ReAG/TRL: 1, always on-policy)
+    normalise: str = "batch"            # token average: "batch" (TRL dapo), "group" (Eq. 6), "sequence"
+    advantage_eps: float = 1e-4         # Eq. 8 denominator std + eps (TRL: 1e-4)
+    advantage_std: str = "unbiased"     # "unbiased" (TRL), "biased", "none" (Dr. GRPO: centre only)
+    gamma: float = 1.0                  # Eq. 9 weight of the task reward
+    delta: float = 0.2                  # Eq. 9 weight of the format reward
+    max_new_tokens: int = 64            # completion length cap
+    temperature: float = 1.0            # sampling temperature (TRL default 1.0)
+    top_p: float = 1.0                  # nucleus sampling (1 = off)
+    micro_batch_size: int | None = None  # completions per forward/backward (None: all at once)
+    max_grad_norm: float = 1.0          # gradient clipping (TRL default 1.0; 0 = off)
+    lora: dict | None = None            # VLM.add_lora arguments; None trains the weights
+    freeze_vision: bool = True          # ReAG keeps the vision encoder frozen (merger trains)
+    seed: int = 0                       # prompt order, sampling and LoRA init repeat exactly
+    progress: bool = True               # tqdm bar in grpo_train
+
+    def __post_init__(self):
+        if not isinstance(self.group_size, int) or isinstance(self.group_size, bool) or self.group_size < 2:
+            raise ValueError(f"group_size must be an int >= 2 (advantages compare completions of one "
+                             f"prompt), got {self.group_size!r}")
+        check_positive_int(prompts_per_step=self.prompts_per_step, steps=self.steps,
+                           num_iterations=self.num_iterations, max_new_tokens=self.max_new_tokens)
+        if self.micro_batch_size is not None:
+            check_positive_int(micro_batch_size=self.micro_batch_size)
+        if not self.lr > 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
+            raise ValueError("need lr > 0, warmup_steps >= 0, max_grad_norm >= 0")
+        if not 0 <= self.clip_eps < 1 or (self.clip_eps_high is not None and self.clip_eps_high < 0):
+            raise ValueError(f"need 0 <= clip_eps < 1 and clip_eps_high >= 0, got {self.clip_eps}, "
+                             f"{self.clip_eps_high}")
+        if self.normalise not in NORMALISATIONS:
+            raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {self.normalise!r}")
+        if self.normalise == "group" and self.micro_batch_size is not None:
+            raise ValueError("normalise='group' needs whole groups in one pass: leave micro_batch_size None")
+        if self.advantage_std not in STD_KINDS or self.advantage_eps < 0:
+            raise ValueError(f"advantage_std must be one of {STD_KINDS} and advantage_eps >= 0")
+        if not self.temperature > 0 or not 0 < self.top_p <= 1:
+            raise ValueError("GRPO samples: need temperature > 0 and 0 < top_p <= 1")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        ReAGRewardConfig(gamma=self.gamma, delta=self.delta)  # validates the weights
+
+    @property
+    def reward_config(self) -> ReAGRewardConfig:
+        return ReAGRewardConfig(gamma=self.gamma, delta=self.delta)
+
+
+@dataclass
+class Rollouts:
+    """A batch of sampled groups, flat and ordered group by group (row = prompt * G + sample)."""
+
+    prompts: list                 # the prompt of each row (repeated G times)
+    queries: list[Query]          # the query of each row
+    texts: list[str]              # decoded completions
+    token_ids: list[list[int]]    # generated ids, EOS included when the model stopped
+    task_rewards: torch.Tensor    # [B*G] R_task in {0, 1}
+    format_rewards: torch.Tensor  # [B*G] R_fmt in {0, 1}
+    rewards: torch.Tensor         # [B*G] gamma * R_task + delta * R_fmt (Eq. 9)
+    advantages: torch.Tensor      # [B*G] Eq. 8
+
+
+def sample_groups(vlm, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig,
+                  seed: int | None = None) -> Rollouts:
+    """Steps 1-3: G samples per prompt in one ``generate`` call, their rewards and advantages."""
+    if len(prompts) != len(queries) or not prompts:
+        raise ValueError(f"need one query per prompt and at least one prompt, got {len(prompts)} "
+                         f"prompts and {len(queries)} queries")
+    g = config.group_size
+    gen = vlm.generate(list(prompts), n=g, max_new_tokens=config.max_new_tokens,
+                       temperature=config.temperature, top_p=config.top_p, seed=seed,
+                       batch_size=len(prompts), details=True)
+    texts = [t for row in gen.texts for t in row]
+    ids = [list(i) for row in gen.token_ids for i in row]
+    flat_queries = [q for q in queries for _ in range(g)]
+    reward_cfg = config.reward_config
+    task = torch.tensor([task_reward(t, query_gold(q), q.answer_type, q.answer_range, reward_cfg)
+                         for t, q in zip(texts, flat_queries)])
+    fmt = torch.tensor([format_reward(t) for t in texts])
+    rewards = config.gamma * task + config.delta * fmt
+    advantages = group_advantages(rewards, g, eps=config.advantage_eps, std=config.advantage_std)
+    return Rollouts([p for p in prompts for _ in range(g)], flat_queries, texts, ids, task, fmt,
+                    rewards, advantages)
+
+
+@dataclass
+class GRPOStepStats:
+    """What one optimiser step saw (means over the batch's completions)."""
+
+    loss: float
+    accuracy_reward: float        # mean R_task (the paper's accuracy reward)
+    format_reward: float          # mean R_fmt
+    reward: float                 # mean R (Eq. 9)
+    zero_spread_groups: float     # share of groups whose rewards are all equal (no signal)
+    completion_tokens: float      # mean sampled length
+    clip_fraction: float          # share of clipped tokens (0 when on-policy)
+
+
+def _old_logprobs(vlm, rollouts: Rollouts, config: GRPOConfig, rows: list[range]) -> list[torch.Tensor]:
+    """Step 4 for ``num_iterations > 1``: log-probs under the sampling policy, no gradients."""
+    with torch.no_grad():
+        return [vlm.completion_logprobs([rollouts.prompts[i] for i in r], [rollouts.token_ids[i] for i in r],
+                                        temperature=config.temperature).logprobs for r in rows]
+
+
+def policy_update(vlm, optimizer, rollouts: Rollouts, config: GRPOConfig, params) -> tuple[float, float]:
+    """Step 5 (repeated ``num_iterations`` times): (summed loss, clip fraction) of the last pass."""
+    n = len(rollouts.token_ids)
+    size = config.micro_batch_size or n
+    rows = [range(s, min(n, s + size)) for s in range(0, n, size)]
+    total_tokens = float(sum(len(i) for i in rollouts.token_ids))
+    old = _old_logprobs(vlm, rollouts, config, rows) if config.num_iterations > 1 else None
+    loss_value, clip = 0.0, 0.0
+    for _ in range(config.num_iterations):
+        optimizer.zero_grad(set_to_none=True)
+        loss_value, clipped_tokens = 0.0, 0.0
+        for k, r in enumerate(rows):
+            scored = vlm.completion_logprobs([rollouts.prompts[i] for i in r],
+                                             [rollouts.token_ids[i] for i in r], grad=True,
+                                             temperature=config.temperature)
+            old_lp = scored.logprobs.detach() if old is None else old[k]
+            out = grpo_loss(scored.logprobs, old_lp, rollouts.advantages[list(r)].to(scored.logprobs.device),
+                            scored.mask, config.clip_eps, config.clip_eps_high, config.normalise,
+                            group_size=config.group_size,
+                            num_tokens=max(total_tokens, 1.0) if config.normalise == "batch" else None)
+            weight = len(r) / n if config.normalise == "sequence" else 1.0  # sequence: mean of row means
+            (out.loss * weight).backward()
+            loss_value += out.loss.item() * weight
+            clipped_tokens += out.clip_fraction * out.num_tokens
+        if config.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+        optimizer.step()
+        clip = clipped_tokens / max(total_tokens, 1.0)
+    return loss_value, clip
+
+
+def grpo_step(vlm, optimizer, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig,
+              params=None, seed: int | None = None) -> GRPOStepStats:
+    """One GRPO step (steps 1-5 of the module docstring) on ``prompts`` with their ``queries``.
+
+    ``params`` are the parameters to clip (default: all trainable ones); ``seed`` fixes the samples.
+    The model is left in eval mode (dropout off).
+    """
+    params = params if params is not None else [p for p in vlm.model.parameters() if p.requires_grad]
+    vlm.model.eval()
+    rollouts = sample_groups(vlm, prompts, queries, config, seed=seed)
+    loss, clip = policy_update(vlm, optimizer, rollouts, config, params)
+    groups = rollouts.rewards.view(-1, config.group_size)
+    return GRPOStepStats(
+        loss=loss, accuracy_reward=float(rollouts.task_rewards.mean()),
+        format_reward=float(rollouts.format_rewards.mean()), reward=float(rollouts.rewards.mean()),
+        zero_spread_groups=float((groups == groups[:, :1]).all(dim=1).float().mean()),
+        completion_tokens=sum(len(i) for i in rollouts.token_ids) / len(rollouts.token_ids),
+        clip_fraction=clip)
+
+
+@dataclass
+class GRPOResult:
+    """Curves of ``grpo_train``, one point per step (Fig. 5 of ReAG plots the accuracy reward)."""
+
+    accuracy_reward: list[float] = field(default_factory=list)
+    format_reward: list[float] = field(default_factory=list)
+    reward: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    zero_spread_groups: list[float] = field(default_factory=list)
+    completion_tokens: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+
+
+def grpo_train(vlm, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig | None = None) -> GRPOResult:
+    """``config.steps`` GRPO steps on ``vlm`` (trained in place), each on ``prompts_per_step``
+    prompts drawn from the pool (seeded reshuffles); returns the per-step curves."""
+    from tqdm.auto import tqdm
+
+    config = config or GRPOConfig()
+    if len(prompts) != len(queries) or not prompts:
+        raise ValueError(f"need one query per prompt and at least one prompt, got {len(prompts)} and "
+                         f"{len(queries)}")
+    seed_everything(config.seed)
+    params = prepare_trainable(vlm, config.lora, config.freeze_vision)
+    optimizer, scheduler = build_optimizer(params, config.lr, 0.0, config.warmup_steps, config.steps,
+                                           config.schedule)
+    rng, order, result = random.Random(f"grpo:{config.seed}"), [], GRPOResult()
+    for step in tqdm(range(config.steps), desc="grpo", disable=not config.progress):
+        batch = []
+        while len(batch) < min(config.prompts_per_step, len(prompts)):
+            if not order:
+                order = list(range(len(prompts)))
+                rng.shuffle(order)
+            batch.append(order.pop())
+        result.lr.append(optimizer.param_groups[0]["lr"])
+        stats = grpo_step(vlm, optimizer, [prompts[i] for i in batch], [queries[i] for i in batch], config,
+                          params=params, seed=config.seed * 100_003 + step)
+        scheduler.step()
+        for name in ("accuracy_reward", "format_reward", "reward", "loss", "zero_spread_groups",
+                     "completion_tokens"):
+            getattr(result, name).append(getattr(stats, name))
+    return result
