@@ -11,6 +11,7 @@ import pytest
 
 from kbvqa.data import ToyWorldConfig, get_world
 from kbvqa.models.chat import normalise_chat
+from kbvqa.models.pretrain_counterfactual import swap_values
 from kbvqa.models.pretrain_mc_lit import (
     bm25_search,
     good_query,
@@ -90,7 +91,10 @@ def test_no_test_item_reaches_the_pretraining_stream(world):
         assert not set(_image_view_ids(e)) & test_views, e.task
         text = "\n".join(example_texts(e))
         assert not any(t in text for t in heldout_texts), e.task
-    assert set(seen) == set(TASKS)
+    assert set(seen) == {t for t, w in PretrainMixConfig().weights.items() if w > 0}
+    reading = PretrainMixConfig(weights={"kbvqa_counterfactual": 1.0})
+    for e in itertools.islice(iter_pretrain_examples(world, reading), 100):
+        assert not set(e.meta["query_ids"]) & test_queries and not set(_image_view_ids(e)) & test_views
 
 
 def test_kbvqa_answer_is_in_a_passage_when_the_gold_is_there(world):
@@ -235,3 +239,35 @@ def test_token_lengths_and_a_tiny_training_step(world):
     with torch.no_grad():
         loss = vlm.model(**batch).loss
     assert torch.isfinite(loss) and 5 < loss.item() < 12   # about ln(vocabulary) for random weights
+
+
+def test_swap_values_replaces_whole_values_only():
+    assert swap_values("45 cm, 145 cm, 4.5 kg, 45.", {"45": "62"}) == "62 cm, 145 cm, 4.5 kg, 62."
+    assert swap_values("the mox and the moxa", {"mox": "zub", "moxa": "kel"}) == "the zub and the kel"
+    assert swap_values("a b", {"a": "b", "b": "a"}) == "b a"  # one pass: no chain replacement
+    assert swap_values("text", {}) == "text"
+
+
+def test_counterfactual_examples_can_only_be_answered_by_reading(world):
+    cfg = PretrainMixConfig(gold_missing_rate=0.0, max_passages=3)
+    real = {}
+    for q in world.kbvqa_train:
+        real.setdefault(q.meta["attribute"], set()).update(q.answers)
+    swapped = 0
+    for seed in range(120):
+        e = make_example(world, "kbvqa_counterfactual", random.Random(seed), cfg)
+        assert e.task == "kbvqa_counterfactual" and e.meta["gold_included"]
+        if not e.meta["counterfactual"]:
+            continue
+        swapped += 1
+        q = next(q for q in world.kbvqa_train if q.id == e.meta["query_ids"][0])
+        prompt = "\n".join(example_texts(e)[:-1])
+        items = e.meta["answers"] if e.meta["answer_type"] == "multi" else [e.meta["answers"][0]]
+        answer = parse_think_answer(e.completion).answer if e.meta["style"] == "reag" else e.completion
+        for item in items:
+            assert item in prompt and item in answer
+            assert item in real[q.meta["attribute"]]          # a real value of another training creature
+        assert e.meta["answers"] != list(q.answers)           # ... but not this creature's
+        gold_text = swap_values(world.passage(q.evidence_ids[0]).text, dict.fromkeys(q.answers, "@"))
+        assert "@" in gold_text                                # the true value was in the real passage
+    assert swapped >= 100

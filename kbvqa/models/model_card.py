@@ -225,26 +225,70 @@ def write_card(vlm_dir, evaluation: dict, curves: dict | None = None, world=None
     return path
 
 
+def stages(curves: dict) -> list[dict]:
+    """The training stages behind a checkpoint, oldest first (``previous_stages`` + itself), with
+    ``offset``: the steps done before each stage."""
+    out, offset = [], 0
+    for stage in curves.get("previous_stages", []) + [curves]:
+        out.append({**stage, "offset": offset})
+        offset += stage["steps_done"]
+    return out
+
+
 def plot_training_curves(curves: dict):
     """Figure: training loss and learning rate by step (left), held-out teacher-forced exact match
-    per monitored task (right)."""
+    per monitored task (right); every stage of the recipe on one step axis, stages split by a line."""
     import matplotlib.pyplot as plt
 
     fig, (ax_loss, ax_eval) = plt.subplots(1, 2, figsize=(11, 3.8))
-    train = curves.get("train", [])
+    parts = stages(curves)
+    train = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("train", [])]
+    points = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("eval", [])]
     ax_loss.plot([p["step"] for p in train], [p["loss"] for p in train], color="tab:blue")
     ax_loss.set(xlabel="step", ylabel="training loss", title="Training loss")
     if train:
         ax_lr = ax_loss.twinx()
         ax_lr.plot([p["step"] for p in train], [p["lr"] for p in train], color="tab:gray", lw=0.8, ls="--")
         ax_lr.set_ylabel("learning rate")
-    points = curves.get("eval", [])
     for task in sorted({k for p in points for k in p if k != "step"}):
-        ax_eval.plot([p["step"] for p in points], [p.get(task) for p in points], marker="o", label=task)
+        ax_eval.plot([p["step"] for p in points], [p.get(task) for p in points], marker=".", label=task)
     ax_eval.set(xlabel="step", ylabel="exact match (teacher-forced)", ylim=(-0.02, 1.02),
                 title="Held-out sets (test split, small n)")
+    for ax in (ax_loss, ax_eval):
+        for s in parts[1:]:
+            ax.axvline(s["offset"], color="k", lw=0.8, ls=":")
     if points:
         ax_eval.legend(fontsize=8)
     fig.tight_layout()
     plt.close(fig)  # shown once, as the notebook cell's value
     return fig
+
+
+def main(argv=None) -> None:
+    """``python -m kbvqa.models.model_card DIR [--n 200]``: evaluate the checkpoint in DIR on the
+    toy world's test split and write DIR/card.json."""
+    import argparse
+
+    from kbvqa.data import get_world
+    from kbvqa.models.tiny import load_tiny_vlm
+
+    parser = argparse.ArgumentParser(description="Evaluate a tiny checkpoint and write its card.json")
+    parser.add_argument("directory")
+    parser.add_argument("--n", type=int, default=200, help="test queries per set")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    curves = json.loads((Path(args.directory) / "curves.json").read_text())
+    world = get_world(curves["config"]["world_seed"])
+    evaluation = evaluate_card(load_tiny_vlm(args.directory), world, n=args.n)
+    print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}, indent=1, default=str))
+    extra = {"stages": [{"steps": st["steps_done"], "wall_minutes": round(st["wall_s"] / 60, 1),
+                         "init_from": st["config"].get("init_from", "")} for st in stages(curves)]}
+    init = curves["config"].get("init_from")
+    if init and (Path(init) / "card.json").exists():  # the earlier stage's card, for before/after
+        extra["init_evaluation"] = json.loads((Path(init) / "card.json").read_text())["evaluation"]
+    print(write_card(args.directory, evaluation, curves, world, extra=extra))
+
+
+if __name__ == "__main__":
+    main()

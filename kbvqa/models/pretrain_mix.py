@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from kbvqa.models import pretrain_mc_lit as mc_lit
 from kbvqa.models import pretrain_tasks as tasks
+from kbvqa.models.pretrain_counterfactual import kbvqa_counterfactual
 from kbvqa.models.pretrain_tasks import Example
 
 TASKS = {
@@ -35,12 +36,14 @@ TASKS = {
     "serts_query": mc_lit.serts_query, "serts_grade": mc_lit.serts_grade,
     "serts_answer": mc_lit.serts_answer, "pairwise": tasks.pairwise_match,
     "grounding": tasks.grounding, "document_lm": tasks.document_lm, "lookup_drill": tasks.lookup_drill,
+    "kbvqa_counterfactual": kbvqa_counterfactual,
 }
 DEFAULT_WEIGHTS = {
     "kbvqa_with_passages": 0.20, "kbvqa_no_passage": 0.02, "mc_in_context": 0.14,
     "reasoning_context_write": 0.04, "reasoning_context_answer": 0.04, "critic": 0.12,
     "serts_query": 0.04, "serts_grade": 0.04, "serts_answer": 0.02, "pairwise": 0.08,
     "grounding": 0.06, "document_lm": 0.08, "lookup_drill": 0.12,
+    "kbvqa_counterfactual": 0.0,  # stage 2 only (the reading stage, ``tiny.READING_STAGE``)
 }
 
 

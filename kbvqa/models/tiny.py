@@ -6,7 +6,7 @@
   ``out_dir`` = model + processor (``vlm.save_pretrained``) + ``curves.json`` (train loss, learning
   rate, held-out teacher-forced accuracy); the optimiser state goes to ``data/cache/`` (not shipped).
 - ``load_tiny_vlm(path)``: the shipped checkpoint as a ``VLM`` in eval mode.
-- CLI: ``python -m kbvqa.models.tiny --minutes 60 --out data/tiny_vlm [--resume]``.
+- The two-stage recipe of the shipped checkpoint and its command line: ``tiny_recipe``.
 
 Speed (2 shared CPU cores, 1 thread): a batch of 16 drawn straight from the stream is padded to its
 longest example (~500 tokens for a mean of ~170), and the output layer (vocabulary 4,830 x 128, as
@@ -28,7 +28,6 @@ Leaves out: the evaluation of the model card (``model_card.py``), hub checkpoint
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -94,6 +93,7 @@ class TinyTrainConfig:
     ckpt_minutes: float = 10.0       # wall minutes between checkpoints
     minutes: float | None = None     # time budget of this invocation (None: run all steps)
     threads: int = 1                 # torch.set_num_threads
+    init_from: str = ""              # start from this checkpoint's weights and tokenizer (a later stage)
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "pool_batches", "log_every", "eval_every", "threads"):
@@ -271,12 +271,19 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
             raise ValueError(f"optimizer state ({saved['step']}) and curves ({state['steps_done']}) disagree")
         optimizer.load_state_dict(saved["optimizer"])
     else:
-        vlm = build_tiny_vlm(config.family, texts=pretrain_corpus_texts(world), seed=config.seed,
-                             vocab_size=config.vocab_size, **config.spec())
+        if config.init_from:  # a later stage: the earlier stage's weights, tokenizer and history
+            vlm = load_tiny_vlm(config.init_from)
+            previous = json.loads((Path(config.init_from) / "curves.json").read_text())
+        else:
+            vlm = build_tiny_vlm(config.family, texts=pretrain_corpus_texts(world), seed=config.seed,
+                                 vocab_size=config.vocab_size, **config.spec())
+            previous = None
         vlm.core.set_attn_implementation(config.attn_implementation)
         optimizer = _optimizer(vlm, config)
         state = {"config": dataclasses.asdict(config), "steps_done": 0, "wall_s": 0.0, "train": [], "eval": [],
                  "parameters": vlm.num_parameters(), "vocab": len(vlm.tokenizer)}
+        if previous is not None:
+            state["previous_stages"] = previous.pop("previous_stages", []) + [previous]
     monitor = {t: eval_examples(world, t, n=config.eval_n) for t in MONITOR_TASKS} if config.eval_n else {}
     stream = BatchStream(world, config, vlm.tokenizer)
     start, t0 = state["steps_done"], time.time()
@@ -325,24 +332,7 @@ def load_tiny_vlm(path=DEFAULT_OUT):
     from kbvqa.models.vlm import VLM
 
     if not (Path(path) / "config.json").exists():
-        raise ValueError(f"no tiny VLM checkpoint in {path}; train one with python -m kbvqa.models.tiny")
+        raise ValueError(f"no tiny VLM checkpoint in {path}; train one with python -m kbvqa.models.tiny_recipe")
     vlm = VLM.from_pretrained(str(path))
     vlm.model.eval()
     return vlm
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=None, help="time budget of this invocation")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    parser.add_argument("--config", default="", help="JSON object of TinyTrainConfig overrides")
-    args = parser.parse_args(argv)
-    config = TinyTrainConfig(**{**json.loads(args.config or "{}"), "minutes": args.minutes})
-    _, state = pretrain(config, out_dir=args.out, resume=args.resume)
-    print(json.dumps({"steps_done": state["steps_done"], "wall_s": round(state["wall_s"], 1),
-                      "last_eval": state["eval"][-1] if state["eval"] else None}))
-
-
-if __name__ == "__main__":
-    main()
