@@ -141,7 +141,7 @@ class SFTResult:
 def sft_batch_loss(vlm, prompts, completions: Sequence[str], alpha: float = 0.8) -> SFTLoss:
     """Eq. 5 on one batch of (prompt, completion) pairs, with gradients (EOS appended)."""
     ids, answer_mask = answer_token_mask(vlm.tokenizer, list(completions), add_eos=True)
-    scored = vlm.completion_logprobs(prompts, ids, grad=True, add_eos=True)
+    scored = vlm.completion_logprobs(list(prompts), ids, grad=True, add_eos=True)
     return sft_loss(scored.logprobs, scored.mask, answer_mask.to(scored.mask.device), alpha)
 
 
