@@ -220,3 +220,13 @@ def test_smoke_on_a_tiny_random_model_with_the_real_prompts():
 
 def query_letters(query):
     return [chr(ord("A") + i) for i in range(len(query.options))]
+
+
+def test_leaf_parallel_steps_cut_calls_and_keep_p_leaves():
+    cfg = RCTSConfig(K=2, N=6, P=6, early_stop=False, rollouts_per_step=3)
+    vlm = FakeVLM(disagree)
+    res = rcts_search(vlm, QUERY, CANDS, cfg, FakeBuilder())
+    assert res.calls == 4 and len(res.rollouts) == 6
+    assert [len(prompts) for prompts, _, _ in vlm.calls][::2] == [3, 3]        # 3 simulations per call
+    assert len({r.actions for r in res.rollouts}) == 6                            # distinct leaves
+    assert all(kw.get("stop") == ["\n"] for _, _, kw in vlm.calls[1::2])        # reward samples cut

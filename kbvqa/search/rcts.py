@@ -15,6 +15,9 @@ retrieved knowledge-base examples with their similarity scores -- the action spa
    down to depth K, each step drawing an action from A_valid = A minus the path minus the
    siblings' actions by Eq. 6, P(a_i) = s_i / sum_{valid} s_j; *simulation* of the K-shot prompt
    (one call); *rewards* Q_S, Q_M, Q (Eq. 7-9, one call); *backup* (Eq. 10, mean or official).
+   ``rollouts_per_step = B > 1`` selects and expands B leaves in turn (each selection sees the nodes
+   the previous ones added, unvisited; no backup between them) and simulates / rewards them in one
+   call each: leaf-parallel MCTS, B times fewer calls, a slightly different search.
 3. Stop after P simulated leaves or when every combination (within ``width``) has been tried;
    then the final choice: the path with the largest sum of Q (official) or the best leaf.
 
@@ -35,7 +38,7 @@ import numpy as np
 
 from kbvqa.search.rcts_prompts import CallCounter, PromptBuilder, generate_batched
 from kbvqa.search.rcts_rewards import MUTUAL_MODES, score_leaves
-from kbvqa.search.tree import BACKPROP_RULES, Node, best_leaf, best_path_official, iter_nodes
+from kbvqa.search.tree import BACKPROP_RULES, Node, best_leaf, best_path_official, iter_nodes, tree_to_records
 from kbvqa.search.uct import OFFICIAL_ROOT_UCT, SELECTION_RULES, UCT_VARIANTS, select_index, uct_score
 
 EXPANSION_RULES = ("paper", "official")
@@ -65,13 +68,17 @@ class RCTSConfig:
     temperature: float = 0.7     # sampling temperature of the reward samples (Eq. 7-8)
     sim_temperature: float = 0.0  # the branch simulation (0: greedy, one response per prompt)
     max_new_tokens: int = 64     # tokens of a simulated response (answer + reasoning)
-    reward_max_new_tokens: int = 16  # tokens of a reward sample (only the answer is read)
+    reward_max_new_tokens: int = 8   # tokens of a reward sample (only "The answer is X." is read)
+    reward_stop: tuple[str, ...] = ("\n",)  # cut reward samples here; () when answers follow a
+                                 # reasoning part (prompt builder with_context=True; raise the tokens)
+    rollouts_per_step: int = 1   # leaves selected+expanded before one batched simulate/reward pair
+                                 # (1: the paper's sequential search; >1: leaf-parallel, fewer calls)
     batch_size: int = 16         # rows per forward pass inside one generate call
     seed: int = 0                # expansion/selection draws and model sampling
 
     def __post_init__(self):
         for name in ("K", "N", "width", "P", "n_self", "n_mutual", "n_mutual_refs", "max_new_tokens",
-                     "reward_max_new_tokens", "batch_size"):
+                     "reward_max_new_tokens", "batch_size", "rollouts_per_step"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"RCTSConfig.{name} must be an int >= 1, got {value!r}")
@@ -122,6 +129,13 @@ class RCTSResult:
     stop_reason: str = ""              # early_stop | rollouts | exhausted | empty_retrieval
     zero_shot_answer: str | None = None
     counter: CallCounter | None = None
+    config: RCTSConfig | None = None
+
+    @property
+    def tree_records(self) -> list[dict]:
+        """``tree_to_records`` of the tree with a UCT column (the config's variant and c)."""
+        cfg = self.config or RCTSConfig()
+        return tree_to_records(self.root, uct=lambda n: float(uct_score(n.Q, n.N, n.parent.N, cfg.c, cfg.uct)))
 
 
 def expansion_probabilities(scores: Sequence[float], rule: str = "paper") -> np.ndarray:
@@ -177,7 +191,8 @@ class _Search:
             [(resp, [self.examples[a] for a in leaf.actions]) for leaf, resp in leaves], self.examples,
             alpha=cfg.alpha, n_self=cfg.n_self, n_mutual=cfg.n_mutual, mutual=cfg.mutual,
             n_refs=cfg.n_mutual_refs, counter=self.counter, temperature=cfg.temperature,
-            max_new_tokens=cfg.reward_max_new_tokens, seed=self._seed(), batch_size=cfg.batch_size)
+            max_new_tokens=cfg.reward_max_new_tokens, stop=list(cfg.reward_stop) or None, seed=self._seed(),
+            batch_size=cfg.batch_size)
         for (leaf, resp), score, sel in zip(leaves, scores, selected):
             index = len(self.records)
             leaf.response, leaf.answer = resp, score.answer
@@ -244,12 +259,17 @@ def rcts_search(vlm, query: Any, candidates: Sequence[tuple[Any, float]], config
             return _result(s, answers[1], texts[1], greedy.path(), "early_stop", early=True)
         s.reward_and_backup(list(zip(refs, texts[1:])), ["root"] * len(refs))
     while len(s.records) < cfg.P:
-        selected = s.select()
-        if selected is None:
+        leaves, selected_ids = [], []
+        for _ in range(min(cfg.rollouts_per_step, cfg.P - len(s.records))):
+            selected = s.select()
+            if selected is None:
+                break
+            leaves.append(s.expand(selected, "sample", "rollout", len(s.records) + len(leaves)))
+            selected_ids.append(selected.node_id)
+        if not leaves:
             return _finish(s, "exhausted")
-        leaf = s.expand(selected, "sample", "rollout", len(s.records))
-        response = s.simulate([list(leaf.actions)])[0]
-        s.reward_and_backup([(leaf, response)], [selected.node_id])
+        responses = s.simulate([list(leaf.actions) for leaf in leaves])
+        s.reward_and_backup(list(zip(leaves, responses)), selected_ids)
     return _finish(s, "rollouts")
 
 
@@ -268,4 +288,4 @@ def _result(s: _Search, answer, response, path: list[Node], reason: str, early: 
     return RCTSResult(answer=answer, response=response, examples=[s.examples[a] for a in actions],
                       actions=actions, root=s.root, rollouts=s.records, calls=s.counter.calls,
                       completions=s.counter.completions, early_stopped=early, stop_reason=reason,
-                      zero_shot_answer=s.root.answer, counter=s.counter)
+                      zero_shot_answer=s.root.answer, counter=s.counter, config=s.cfg)
