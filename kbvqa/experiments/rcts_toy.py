@@ -1,0 +1,205 @@
+"""RCTS on the toy world: the experiment script behind chapter 14 (Tab. 2, 4, 5 and Fig. 5b analogues).
+
+Run ``python -m kbvqa.experiments.rcts_toy`` (every group) or pick groups and sizes::
+
+    python -m kbvqa.experiments.rcts_toy --groups main --limit 320        # Tab. 2 analogue
+    python -m kbvqa.experiments.rcts_toy --groups ablation alpha rollouts diagnostics --sweep-limit 20
+
+It works on the toy world's multiple-choice test split (320 questions; ``--limit`` takes the
+first n) with the ``mc_kb`` split as knowledge base and the shipped model of the active profile, on
+one CPU thread (``--threads``). Each question's record is appended to ``runs/<run>.jsonl`` as soon
+as it is done, under a header with the run's fingerprint; a rerun skips the questions already
+there (resumable) unless the fingerprint changed or ``--fresh`` is given. At the end it writes
+``results.json`` (tables + provenance: git commit, seed, date, machine, model checkpoint hash, wall
+time) and ``results.csv``, and prints every table next to the paper's numbers.
+
+Retrieval (§3.3, hybrid MaxSim, k+1 with the query dropped) is computed once and kept in
+``retrieval.json`` (top-N ids and scores per test question), so reruns and the chapter reuse the
+same candidates. The similarity s_i of Eq. 5-6 is the MaxSim score divided by the query's token
+count (the mean per-token cosine), our reading of "normalised similarity".
+
+Leaves out: the rows and how they run (``rcts_runs``), tables and figures (``rcts_results``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kbvqa.config import DATA_DIR, REPO_ROOT
+from kbvqa.experiments.rcts_runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
+
+RESULTS_DIR = DATA_DIR / "experiments" / "rcts"
+RETRIEVAL_N = 20            # candidates kept per question (paper N = 20)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def model_fingerprint(vlm=None) -> str:
+    """The cpu checkpoint's SHA-256 (first 16 hex digits) or the hub id of a loaded hub model."""
+    weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
+    name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
+    if name and "tiny_vlm" not in str(name):
+        return str(name)
+    if not weights.exists():
+        return "unknown"
+    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+
+
+def provenance(seed: int, vlm=None, **extra) -> dict:
+    import torch
+
+    return {"git_commit": git_commit(), "seed": seed,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                        "torch": torch.__version__, "threads": torch.get_num_threads()},
+            "model": model_fingerprint(vlm), **extra}
+
+
+# ------------------------------------------------------------------------------ retrieval cache
+def compute_retrieval(world, n: int = RETRIEVAL_N) -> dict:
+    """Top-n hybrid candidates of every ``mc_test`` question in ``mc_kb`` (slow: ~1 min on 1 core)."""
+    from kbvqa.models.encoders import get_encoders
+    from kbvqa.retrieval.hybrid import HybridIndex, encode_items
+
+    encoders = get_encoders()
+    index = HybridIndex.build(encoders, world.mc_kb)
+    queries = encode_items(encoders, world.mc_test)
+    results = index.search_encoded(queries, k=n)
+    lengths = [len(t) for t in queries.tokens(index.config.mode)]
+    return {"mode": index.config.mode, "n": n, "score": "MaxSim / query tokens",
+            "candidates": {qid: [[i, round(s / length, 6)] for i, s in zip(r.ids, r.scores)]
+                           for qid, r, length in zip(queries.ids, results, lengths)}}
+
+
+def load_retrieval(world, out: Path = RESULTS_DIR, recompute: bool = False) -> dict:
+    path = Path(out) / "retrieval.json"
+    if path.exists() and not recompute:
+        return json.loads(path.read_text())
+    t0 = time.perf_counter()
+    data = compute_retrieval(world)
+    data["provenance"] = provenance(0, seconds=round(time.perf_counter() - t0, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, separators=(",", ":")))
+    return data
+
+
+def retrieval_diagnostics(world, retrieval: dict) -> dict:
+    """Retrieval quality for the chapter's "why" section: answer-showing examples in the top k."""
+    from kbvqa.experiments.rcts_diagnostics import kb_ceiling, retrieval_hit_rate
+
+    kb = {e.id: e for e in world.mc_kb}
+    queries = [q for q in world.mc_test if q.id in retrieval["candidates"]]
+    lists = [[kb[i] for i, _ in retrieval["candidates"][q.id]] for q in queries]
+    hits = retrieval_hit_rate(queries, lists, ks=(1, 3, 5, 10, 20))
+    return {"n": len(queries), "hit_rate": {str(k): v for k, v in hits.items()},
+            "kb_ceiling": kb_ceiling(queries, world.mc_kb)}
+
+
+def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3) -> Setting:
+    """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
+    the cached candidates and ``MCPromptBuilder(world)`` prompts."""
+    from kbvqa.search.rcts_prompts import MCPromptBuilder
+
+    kb = {e.id: e for e in world.mc_kb}
+    queries = list(world.mc_test)
+    if ids is not None:
+        wanted = set(ids)
+        queries = [q for q in queries if q.id in wanted]
+    queries = queries[:limit] if limit is not None else queries
+    candidates = {q.id: [(kb[i], s) for i, s in retrieval["candidates"].get(q.id, [])] for q in queries}
+    builders = {False: MCPromptBuilder(world, with_context=False), True: MCPromptBuilder(world, with_context=True)}
+    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k)
+
+
+# ------------------------------------------------------------------------------ incremental runs
+def read_run(path: Path) -> tuple[dict | None, list[dict]]:
+    """(header, records) of a ``runs/<run>.jsonl`` file; (None, []) when it does not exist."""
+    if not Path(path).exists():
+        return None, []
+    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    if not lines or "fingerprint" not in lines[0]:
+        return None, []
+    return lines[0], lines[1:]
+
+
+def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: bool = False,
+                progress: bool = True) -> list[dict]:
+    """Run ``name`` on ``setting``, appending records to ``out/runs/<name>.jsonl``; returns all records
+    of the file that belong to ``setting``'s queries."""
+    from tqdm import tqdm
+
+    spec = ROWS[name]
+    path = Path(out) / "runs" / f"{name}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fingerprint = spec_fingerprint(spec, setting, seed)
+    header, records = read_run(path)
+    if fresh or header is None or header["fingerprint"] != fingerprint:
+        header, records = {"run": name, "fingerprint": fingerprint}, []
+        path.write_text(json.dumps(header) + "\n")
+    done = {r["id"] for r in records}
+    todo = sum(q.id not in done for q in setting.queries)
+    with path.open("a") as f, tqdm(total=todo, desc=name, disable=not progress or todo == 0) as bar:
+        for record in run_row(spec, setting, vlm, seed=seed, skip=done):
+            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+            f.flush()
+            records.append(record)
+            bar.update(1)
+    wanted = {q.id for q in setting.queries}
+    return [r for r in records if r["id"] in wanted]
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", nargs="+", default=["all"],
+                        help="main ablation alpha rollouts diagnostics, or all (default)")
+    parser.add_argument("--limit", type=int, default=None, help="first n test questions (default: all 320)")
+    parser.add_argument("--sweep-limit", type=int, default=20,
+                        help="questions of the alpha/rollout sweeps (no early stop: ~20 s per question each)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--fresh", action="store_true", help="discard earlier records of the runs")
+    parser.add_argument("--recompute-retrieval", action="store_true")
+    args = parser.parse_args(argv)
+    import torch
+
+    from kbvqa.config import seed_everything
+    from kbvqa.data import get_world
+    from kbvqa.experiments.rcts_results import print_tables, summarise
+    from kbvqa.models.checkpoints import load_vlm
+
+    torch.set_num_threads(args.threads)
+    seed_everything(args.seed)
+    t0 = time.perf_counter()
+    world = get_world(0)
+    retrieval = load_retrieval(world, args.out, args.recompute_retrieval)
+    vlm = load_vlm("generator")
+    runs = runs_of(args.groups)
+    for name in runs:
+        limit = args.sweep_limit if ROWS[name].sweep else args.limit
+        run_to_file(name, toy_setting(world, retrieval, limit), vlm, args.out, args.seed, args.fresh)
+    results = summarise(args.out, limits={"limit": args.limit, "sweep_limit": args.sweep_limit},
+                        provenance=provenance(args.seed, vlm, wall_seconds=round(time.perf_counter() - t0, 1),
+                                              command="python -m kbvqa.experiments.rcts_toy "
+                                              + " ".join(argv if argv is not None else sys.argv[1:])),
+                        diagnostics=retrieval_diagnostics(world, retrieval))
+    print_tables(results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

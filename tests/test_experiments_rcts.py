@@ -1,0 +1,198 @@
+"""RCTS experiments: paper numbers, noise checks (that can fail), diagnostics, rollout prefixes,
+resumable runs and tables -- with a fake, hash-driven model so nothing here loads a checkpoint."""
+import hashlib
+import json
+
+import pytest
+
+from kbvqa.data.schema import Query
+from kbvqa.experiments import rcts_paper
+from kbvqa.experiments.rcts_diagnostics import (
+    kb_ceiling,
+    leaf_rewards,
+    oracle_examples,
+    retrieval_hit_rate,
+    reward_correctness,
+    shows_answer,
+)
+from kbvqa.experiments.rcts_results import group_table, live_agreement, load_results, summarise
+from kbvqa.experiments.rcts_runs import GROUPS, ROWS, Setting, answer_after, run_row, runs_of
+from kbvqa.experiments.rcts_stats import check_agreement, paired_bootstrap, same_answers, wilson_interval
+from kbvqa.experiments.rcts_toy import read_run, run_to_file
+
+
+class FakeVLM:
+    """Answers a letter chosen by a hash of the prompt's text, the seed and the sample index."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, prompts, n=1, seed=None, temperature=1.0, **kwargs):
+        self.calls += 1
+        out = []
+        for chat in prompts:
+            text = "|".join(part.get("text", "") for turn in chat for part in turn["content"]
+                            if isinstance(part, dict))
+            row = []
+            for j in range(n):
+                key = f"{text}|{seed if temperature > 0 else ''}|{j if temperature > 0 else ''}"
+                h = int(hashlib.md5(key.encode()).hexdigest(), 16)
+                row.append(f"The answer is {'ABCD'[h % 4]}. BECAUSE: reason {h % 97}.")
+            out.append(row)
+        return out
+
+
+def toy_query(i, rule="r1", key="dots", answer="B", split="mc_test"):
+    return Query(id=f"{split}-{i:03d}", question=f"Question {i} about {rule}?", answers=[answer],
+                 answer_type="choice", options=["w", "x", "y", "z"], split=split,
+                 solution="Look. This one has dots. So the answer is x.",
+                 meta={"rule_id": rule, "key_value": key, "template_id": rule})
+
+
+def small_setting(n_queries=3, n_kb=12):
+    from kbvqa.search.rcts_prompts import MCPromptBuilder
+
+    kb = [toy_query(i, rule=f"r{i % 3}", key=("dots", "bands")[i % 2], answer="ABCD"[i % 4], split="mc_kb")
+          for i in range(n_kb)]
+    queries = [toy_query(i, rule=f"r{i % 3}") for i in range(n_queries)]
+    candidates = {q.id: [(e, 1.0 - 0.01 * j) for j, e in enumerate(kb)] for q in queries}
+    builders = {b: MCPromptBuilder(None, with_context=b) for b in (False, True)}
+    return Setting(queries, kb, candidates, builders.__getitem__, k=3, rcts_defaults={"N": 8})
+
+
+# ------------------------------------------------------------------------------ statistics
+def test_wilson_interval_known_values():
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-3)
+    lo, hi = wilson_interval(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+
+
+def test_agreement_check_can_fail():
+    assert check_agreement([True] * 5 + [False] * 15, 0.25).agrees
+    bad = check_agreement([True] * 20, 0.2)
+    assert not bad.agrees and "DISAGREES" in str(bad)
+    assert not check_agreement([False] * 30, 0.5).agrees
+    with pytest.raises(ValueError):
+        check_agreement([], 0.5)
+
+
+def test_paired_bootstrap_and_same_answers():
+    same = paired_bootstrap([True, False] * 10, [True, False] * 10)
+    assert same.diff == 0 and not same.significant
+    better = paired_bootstrap([True] * 30, [False] * 30)
+    assert better.diff == 1 and better.significant
+    assert paired_bootstrap([True, False, True], [False, False, True], seed=3) == \
+        paired_bootstrap([True, False, True], [False, False, True], seed=3)
+    assert same_answers(["A", None, "B"], ["A", None, "C"]) == pytest.approx(2 / 3)
+
+
+# ------------------------------------------------------------------------------ paper numbers
+def test_paper_numbers_transcribed():
+    assert rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]["rcts"] == 78.99
+    assert rcts_paper.PAPER_TAB2["MathV"]["Qwen2-VL-7B"]["vanilla_rag"] == 24.67
+    assert rcts_paper.paper_rows("ablation")["mcts=1,rc=0"] == 88.92
+    # Tab. 4's first and last rows are Tab. 2's Vanilla-RAG and RCTS (Qwen2-VL-7B)
+    assert rcts_paper.paper_rows("ablation")["mcts=0,rc=0"] == rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-7B"]["vanilla_rag"]
+    assert rcts_paper.paper_rows("alpha", "MMMU")["alpha=0.5"] == 54.00
+    with pytest.raises(ValueError):
+        rcts_paper.paper_rows("main", model="GPT-4")
+    with pytest.raises(ValueError):
+        rcts_paper.paper_rows("speed")
+
+
+def test_groups_name_existing_runs():
+    assert all(run in ROWS for rows in GROUPS.values() for run in rows.values())
+    assert runs_of(["main", "ablation"]).count("rcts") == 1
+    assert set(runs_of(["all"])) == set(ROWS)
+    with pytest.raises(ValueError):
+        runs_of(["tables"])
+
+
+# ------------------------------------------------------------------------------ diagnostics
+def test_retrieval_and_oracle_diagnostics():
+    q = toy_query(0, rule="r1", key="dots")
+    good, lookalike, other = toy_query(1, "r1", "dots", split="mc_kb"), toy_query(2, "r1", "bands", split="mc_kb"), \
+        toy_query(3, "r2", "dots", split="mc_kb")
+    assert shows_answer(q, good) and not shows_answer(q, lookalike) and not shows_answer(q, other)
+    assert not shows_answer(q, {"question": "no metadata"})
+    rates = retrieval_hit_rate([q, q], [[other, good], [lookalike, other]], ks=(1, 2))
+    assert rates == {1: 0.0, 2: 0.5}
+    assert kb_ceiling([q], [lookalike, other]) == 0.0 and kb_ceiling([q], [good]) == 1.0
+    assert oracle_examples(q, [other, lookalike, good], 2) == [good, lookalike]
+
+
+def test_reward_correctness():
+    assert reward_correctness([0.9, 0.8, 0.1], [True, True, False])["auc"] == 1.0
+    assert reward_correctness([0.5, 0.5], [True, False])["auc"] == 0.5
+    empty = reward_correctness([0.3], [False])
+    assert empty["auc"] is None and empty["mean_correct"] is None and empty["mean_wrong"] == 0.3
+    records = [{"node_id": "root", "parent_id": None, "n_children": 1, "rewards": [0.4], "answer": "B"},
+               {"node_id": "root.0", "parent_id": "root", "n_children": 0, "rewards": [0.4], "answer": "B"}]
+    assert leaf_rewards(records, "B") == [(0.4, True)]
+
+
+# ------------------------------------------------------------------------------ runs
+def test_rollout_prefix_equals_a_shorter_search():
+    from kbvqa.experiments.rcts_runs import compact_tree
+    from kbvqa.search.rcts import RCTSConfig, rcts_search
+    from kbvqa.search.rcts_prompts import MCPromptBuilder
+
+    setting, vlm = small_setting(2), FakeVLM()
+    builder = MCPromptBuilder(None, with_context=True)
+    for q in setting.queries:
+        full = rcts_search(vlm, q, setting.candidates[q.id], RCTSConfig(N=8, P=6, early_stop=False), builder)
+        tree = compact_tree(full.root)
+        assert answer_after(tree, 6) == full.answer
+        for p in (1, 2, 4):
+            short = rcts_search(vlm, q, setting.candidates[q.id], RCTSConfig(N=8, P=p, early_stop=False), builder)
+            assert answer_after(tree, p) == short.answer
+    with pytest.raises(ValueError):
+        answer_after(tree, 0)
+
+
+def test_baseline_rows_use_their_examples():
+    setting, vlm = small_setting(3), FakeVLM()
+    rag = list(run_row(ROWS["vanilla_rag"], setting, vlm))
+    assert [r["examples"] for r in rag] == [[e.id for e in setting.kb[:3]]] * 3
+    def answers(seed):
+        return [(r["pred"], r["examples"]) for r in run_row(ROWS["icl_random"], setting, vlm, seed=seed)]
+    assert answers(1) == answers(1) != answers(2)      # seeded
+    assert list(run_row(ROWS["zero_shot"], setting, vlm))[0]["examples"] == []
+    assert all(r["correct"] == (r["pred"] == "B") for r in rag)
+
+
+def test_runs_are_incremental_and_resumable(tmp_path):
+    setting, vlm = small_setting(3), FakeVLM()
+    first = run_to_file("rcts", setting, vlm, tmp_path, seed=0, progress=False)
+    calls = vlm.calls
+    again = run_to_file("rcts", setting, vlm, tmp_path, seed=0, progress=False)
+    assert vlm.calls == calls and again == first                     # nothing recomputed
+    header, records = read_run(tmp_path / "runs" / "rcts.jsonl")
+    assert header["run"] == "rcts" and len(records) == 3
+    run_to_file("rcts", setting, vlm, tmp_path, seed=1, progress=False)   # new fingerprint: redone
+    assert vlm.calls > calls and len(read_run(tmp_path / "runs" / "rcts.jsonl")[1]) == 3
+
+
+def test_summary_tables_and_live_agreement(tmp_path):
+    setting, vlm = small_setting(4), FakeVLM()
+    for name in ("zero_shot", "icl_random", "vanilla_rag", "rcts", "rcts_sweep_alpha=0.2"):
+        run_to_file(name, setting, vlm, tmp_path, seed=0, progress=False)
+    results = summarise(tmp_path, provenance={"seed": 0})
+    assert json.loads((tmp_path / "results.json").read_text())["provenance"] == {"seed": 0}
+    main = {r["row"]: r for r in results["tables"]["main"]}
+    assert set(main) == {"zero_shot", "icl_random", "vanilla_rag", "rcts"} and main["rcts"]["paper"] == 78.99
+    assert main["rcts"]["n"] == 4 and 0 <= main["rcts"]["low"] <= main["rcts"]["accuracy"] <= main["rcts"]["high"]
+    assert len(results["tables"]["rollouts"]) == len(GROUPS["rollouts"])
+    assert results["rcts_minus_vanilla_rag"]["n"] == 4
+    assert group_table(load_results(tmp_path), "main")[0]["method"] == "Zero-Shot"
+    committed = read_run(tmp_path / "runs" / "rcts.jsonl")[1]
+    live = list(run_row(ROWS["rcts"], setting, vlm, seed=0))
+    check = live_agreement(live, committed)
+    assert check["same_answers"] == 1.0 and check["agreement"].agrees
+    flipped = [{**r, "correct": not r["correct"], "pred": "Z"} for r in committed]
+    assert live_agreement(live, flipped)["same_answers"] == 0.0
+    with pytest.raises(ValueError):
+        live_agreement([{"id": "unknown", "correct": True, "pred": "A"}], committed)
