@@ -143,3 +143,32 @@ def test_widget_or_fallback():
 
     box = rcts_tree_widget(tree_to_records(root))
     assert box is not None
+
+
+class _LetterVLM:
+    """A fake model: the letter depends on a hash of the prompt text, the seed and the sample."""
+
+    def generate(self, prompts, n=1, seed=None, temperature=1.0, **kwargs):
+        import hashlib
+
+        def text(chat):
+            return "|".join(p.get("text", "") for t in chat for p in t["content"] if isinstance(p, dict))
+        return [[f"The answer is {'ABCD'[int(hashlib.md5(f'{text(c)}{seed}{j}'.encode()).hexdigest(), 16) % 4]}."
+                 f" BECAUSE: r." for j in range(n)] for c in prompts]
+
+
+def test_an_rcts_result_replays_exactly():
+    from kbvqa.data.schema import Query
+    from kbvqa.search.rcts import RCTSConfig, rcts_search
+    from kbvqa.search.rcts_prompts import MCPromptBuilder
+
+    def item(i):
+        return Query(id=f"q{i}", question=f"Question {i}?", answers=["ABCD"[i % 4]], answer_type="choice",
+                     options=["w", "x", "y", "z"], solution="So the answer is x.")
+    candidates = [(item(i), 1.0 - 0.05 * i) for i in range(1, 9)]
+    config = RCTSConfig(N=8, P=6, early_stop=False, uct="official", backprop="mean")
+    result = rcts_search(_LetterVLM(), item(0), candidates, config, MCPromptBuilder(None, with_context=True))
+    view = tree_view(result)
+    assert (view.backprop, view.uct, len(view.rollouts)) == ("mean", "official", 6)
+    assert all(not tree_state(view, r)["replayed"] for r in range(6))
+    assert len(render_frames(result, max_frames=3, dpi=30)) == 3

@@ -1,16 +1,15 @@
 """The RCTS search tree as a picture: one pure ``draw_rcts_tree`` behind every front-end.
 
 ``draw_rcts_tree(tree_records, upto_rollout=r)`` draws the MCTS-HR tree (RCTS §3.4, App. A) as it
-stood after rollout ``r``: per node its value Q, visits N and UCT (App. A Eq. 11, the paper's form
-``Q + c*sqrt((ln N(father) + 1)/(N + eps))``), the example the node adds to the K-shot prompt (a
-thumbnail of its image and a short text), the reward of every rollout that passed through it, and
-the path of rollout ``r`` in red; a strip below shows the reward (Eq. 9) of each rollout so far.
+stood after rollout ``r``: per node its value Q, visits N and UCT (App. A Eq. 11, or the official
+variant when the search's config names it; an unvisited node shows ">>1"), the example the node
+adds to the K-shot prompt (a thumbnail of its image and a short text), the rewards (Eq. 9) of the
+rollouts that passed through it, and the path of rollout ``r`` in red; a strip below shows the
+reward of each rollout so far.
 
-The input is the plain export of ``kbvqa.search`` (``SearchTree.to_dict()`` / the records in an
-``RCTSResult``); ``tree_view`` reads it into ``TreeView`` and ``tree_state`` gives the values at a
-rollout. When the export carries per-rollout snapshots of (Q, N) they are shown as recorded;
-otherwise earlier frames replay N by counting paths and Q as the plain mean of the rewards seen
-(said in the figure's title), and the last frame shows the final recorded values.
+The input is the export of ``kbvqa.search`` (``RCTSResult.tree_records`` or ``tree_to_records``);
+``tree_view`` reads it and ``tree_state`` gives the values at any rollout (earlier rollouts are
+replayed with the search's backup rule, see ``trees_records.py``).
 
 The layout (``tree_layout``) is a pure function of the parent links: leaves take consecutive
 columns in child order, a parent sits above the middle of its children, depth is the row.
@@ -25,13 +24,7 @@ from collections.abc import Callable, Mapping
 from kbvqa.viz.trees_records import NodeView, TreeView, tree_state, tree_view
 
 __all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "tree_layout", "tree_state",
-           "tree_view", "uct_paper"]
-
-
-def uct_paper(q: float, n: int, n_parent: int, c: float, eps: float = 1e-6) -> float:
-    """RCTS App. A Eq. 11: ``Q + c * sqrt((ln N(father) + 1) / (N + eps))``; ``inf`` for an unvisited
-    node under a visited parent is avoided by ``eps`` (it is just very large)."""
-    return q + c * math.sqrt((math.log(max(n_parent, 1)) + 1.0) / (n + eps))
+           "tree_view"]
 
 
 def tree_layout(parents: Mapping) -> dict:
@@ -112,7 +105,7 @@ def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good
     text = "root\n" if node.parent is None else ""
     text += f"Q {q:.2f}  N {n}"
     if uct is not None:
-        text += f"\nUCT {uct:.2f}" if math.isfinite(uct) else "\nUCT inf"
+        text += f"\nUCT {uct:.2f}" if math.isfinite(uct) and abs(uct) < 1e3 else "\nUCT >>1"
     ax.text(xy[0], xy[1], text, ha="center", va="center", fontsize=6.5, zorder=4,
             bbox=dict(boxstyle="round,pad=0.25", fc=colour, ec="#c0392b" if on_path else "#555555",
                       lw=2.0 if on_path else 0.6))

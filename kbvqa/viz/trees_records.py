@@ -2,18 +2,19 @@
 
 ``tree_view`` accepts the flat node records of ``kbvqa.search.tree.tree_to_records`` (a list of
 dicts with ``node_id``, ``parent_id``, ``depth``, ``example_ids``, ``Q``, ``N``, ``rewards``,
-``rollouts``, ``answer``, optional ``uct``), a dict holding them under ``"nodes"`` or ``"records"``
-(plus an optional ``"config"`` with ``backprop`` and ``c``), a root ``Node``, or any object with a
-``records``/``tree_records`` attribute (an ``RCTSResult``). The rollouts are recovered from the
-nodes: rollout r's path is every node whose ``rollouts`` list holds r, its reward the one the
-deepest of them recorded for r.
+``rollouts``, ``answer``, optional ``uct``), a dict holding them under ``"nodes"`` or
+``"records"`` (plus an optional ``"config"`` with ``backprop``, ``uct`` and ``c``), a root
+``Node``, or an object with a ``tree_records``/``records`` attribute and a ``config`` (an
+``RCTSResult``). The rollouts are recovered from the nodes: rollout r's path is every node whose
+``rollouts`` list holds r, its reward the one the deepest of them recorded for r.
 
 ``tree_state(view, r)`` gives the tree after rollout r: the nodes that existed (``created_at <= r``),
-their Q and N, UCT (App. A Eq. 11) and the rewards seen so far. Q and N of an earlier rollout are
-not in the export, so they are *replayed*: a fresh tree is rebuilt from the node ids and the
-backup rule named in the config (``kbvqa.search.tree.BACKPROP_RULES``; the paper's Eq. 10 by
-default) is applied rollout by rollout. ``replayed`` is True only when that replay does not end in
-the recorded final values (then the last frame shows the recorded ones). Leaves out: drawing.
+their Q and N, UCT (App. A Eq. 11, or the variant the config names) and the rewards seen so far.
+Q and N of an earlier rollout are not in the export, so they are *replayed*: a fresh tree is
+rebuilt from the node ids and the backup rule named in the config
+(``kbvqa.search.tree.BACKPROP_RULES``; the paper's Eq. 10 by default) is applied rollout by
+rollout. ``replayed`` is True only when that replay does not end in the recorded final values
+(then the last frame shows the recorded ones). Leaves out: drawing.
 """
 from __future__ import annotations
 
@@ -53,6 +54,16 @@ class TreeView:
     rollouts: list[RolloutView] = field(default_factory=list)
     backprop: str = "paper"
     c: float = 0.5              # exploration constant of Eq. 11 used to recompute UCT
+    uct: str = "paper"          # UCT variant (``kbvqa.search.uct.UCT_VARIANTS``)
+
+
+def _uct(q: float, n: int, n_parent: int, c: float, variant: str) -> float:
+    """UCT of a node as the search scored it; the paper's Eq. 11 when the variant is unknown."""
+    from kbvqa.search.uct import UCT_VARIANTS, uct_score
+
+    if variant in UCT_VARIANTS:
+        return float(uct_score(q, n, n_parent, c, variant))
+    return q + c * math.sqrt((math.log(max(n_parent, 1)) + 1.0) / (n + 1e-6))
 
 
 def _records_of(tree_records) -> tuple[list[dict], dict]:
@@ -100,7 +111,8 @@ def tree_view(tree_records) -> TreeView:
         rollouts.append(RolloutView(index=r, path=[n.id for n in path], reward=reward, answer=leaf.answer))
     backprop = str(config.get("backprop", config.get("backprop_rule", "paper")))
     c = config.get("c", config.get("exploration", 0.5))
-    return TreeView(nodes=nodes, rollouts=rollouts, backprop=backprop, c=float(c))
+    return TreeView(nodes=nodes, rollouts=rollouts, backprop=backprop, c=float(c),
+                    uct=str(config.get("uct", "paper")))
 
 
 def _replay(view: TreeView, upto: int) -> dict[str, tuple[float, int]] | None:
@@ -164,7 +176,7 @@ def tree_state(view: TreeView, upto_rollout: int | None = None) -> dict:
         elif upto == last and node.uct is not None:
             uct = float(node.uct)
         else:
-            uct = q + view.c * math.sqrt((math.log(max(parent_n, 1)) + 1.0) / (n + 1e-6))
+            uct = _uct(q, n, parent_n, view.c, view.uct)
         out[nid] = {"q": float(q), "n": int(n), "uct": uct,
                     "rewards": [(r, v) for r, v in node.rewards if r <= index]}
     path = view.rollouts[upto].path if upto >= 0 else []
