@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from kbvqa.search.rcts import RCTSConfig, _Search, expansion_probabilities, rcts_search
+from kbvqa.search.rcts import RCTSConfig, SearchState, expansion_probabilities, rcts_search
 from kbvqa.search.rcts_baselines import icl_random, top_k, vanilla_rag, zero_shot
 from kbvqa.search.rcts_prompts import CallCounter
 from kbvqa.search.tree import Node, iter_nodes, tree_to_records
@@ -150,7 +150,7 @@ def test_eq6_sampling_follows_similarity_proportions():
     official = expansion_probabilities([3.0, 2.0, 1.0], "official")
     assert official[0] > 0.6 and official[2] < 0.01
     cands = [(Ex("a"), 3.0), (Ex("b"), 2.0), (Ex("c"), 1.0)]
-    s = _Search(None, QUERY, cands, RCTSConfig(K=2, N=3, seed=1), FakeBuilder())
+    s = SearchState(None, QUERY, cands, RCTSConfig(K=2, N=3, seed=1), FakeBuilder())
     first, second = Counter(), Counter()
     for _ in range(3000):
         s.root = Node(origin="root")

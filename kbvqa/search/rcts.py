@@ -155,8 +155,11 @@ def expansion_probabilities(scores: Sequence[float], rule: str = "paper") -> np.
     return w / w.sum() if w.sum() > 0 else np.full(s.size, 1.0 / s.size)
 
 
-class _Search:
-    """State of one search (kept off the public API)."""
+class SearchState:
+    """One search's state, with each MCTS-HR step as a method a reader can call in turn:
+    ``select()`` -> a node, ``expand(node, "sample" | "greedy", origin, index)`` -> a new leaf,
+    ``simulate([leaf.actions, ...])`` -> responses (one call), ``reward_and_backup([(leaf,
+    response)], [selected_id])`` -> Eq. 7-10 (one call). ``rcts_search`` chains them."""
 
     def __init__(self, vlm, query, candidates, config: RCTSConfig, builder: PromptBuilder):
         pairs = [(ex, float(s)) for ex, s in candidates]
@@ -210,16 +213,20 @@ class _Search:
         return [n for n in iter_nodes(self.root) if n.depth < self.depth
                 and len(n.children) < self.cfg.width and self.valid_actions(n)]
 
-    def select(self) -> Node | None:
+    def selection_scores(self) -> tuple[list[Node], list[float]]:
+        """The nodes selection chooses among and their UCT (the root: ``OFFICIAL_ROOT_UCT``)."""
         nodes = self.expandable()
-        if not nodes:
-            return None
-        scores = [OFFICIAL_ROOT_UCT if n.is_root else
-                  float(uct_score(n.Q, n.N, n.parent.N, self.cfg.c, self.cfg.uct)) for n in nodes]
-        return nodes[select_index(scores, self.cfg.selection, self.rng)]
+        return nodes, [OFFICIAL_ROOT_UCT if n.is_root else
+                       float(uct_score(n.Q, n.N, n.parent.N, self.cfg.c, self.cfg.uct)) for n in nodes]
 
-    def expand(self, node: Node, how: str, origin: str, index: int) -> Node:
+    def select(self) -> Node | None:
+        """Argmax or sampling over ``selection_scores``; None when every combination was tried."""
+        nodes, scores = self.selection_scores()
+        return nodes[select_index(scores, self.cfg.selection, self.rng)] if nodes else None
+
+    def expand(self, node: Node, how: str = "sample", origin: str = "rollout", index: int | None = None) -> Node:
         """Add one child per level down to depth K; ``how`` is "greedy" or "sample" (Eq. 6)."""
+        index = len(self.records) if index is None else index
         while node.depth < self.depth:
             valid = self.valid_actions(node)
             if how == "greedy":
@@ -241,7 +248,7 @@ def rcts_search(vlm, query: Any, candidates: Sequence[tuple[Any, float]], config
     from kbvqa.search.rcts_prompts import MCPromptBuilder
 
     cfg = config or RCTSConfig()
-    s = _Search(vlm, query, candidates, cfg, prompt_builder or MCPromptBuilder())
+    s = SearchState(vlm, query, candidates, cfg, prompt_builder or MCPromptBuilder())
     root = s.root
     if s.depth == 0:                                    # empty retrieval: answer zero-shot
         root.response = s.simulate([], zero_shot=True)[0]
@@ -273,7 +280,7 @@ def rcts_search(vlm, query: Any, candidates: Sequence[tuple[Any, float]], config
     return _finish(s, "rollouts")
 
 
-def _finish(s: _Search, reason: str) -> RCTSResult:
+def _finish(s: SearchState, reason: str) -> RCTSResult:
     if s.cfg.final == "path_sum":
         path = best_path_official(s.root)
     else:
@@ -283,7 +290,7 @@ def _finish(s: _Search, reason: str) -> RCTSResult:
     return _result(s, leaf.answer, leaf.response or "", path, reason, early=False)
 
 
-def _result(s: _Search, answer, response, path: list[Node], reason: str, early: bool) -> RCTSResult:
+def _result(s: SearchState, answer, response, path: list[Node], reason: str, early: bool) -> RCTSResult:
     actions = path[-1].actions
     return RCTSResult(answer=answer, response=response, examples=[s.examples[a] for a in actions],
                       actions=actions, root=s.root, rollouts=s.records, calls=s.counter.calls,
