@@ -196,3 +196,25 @@ def test_summary_tables_and_live_agreement(tmp_path):
     assert live_agreement(live, flipped)["same_answers"] == 0.0
     with pytest.raises(ValueError):
         live_agreement([{"id": "unknown", "correct": True, "pred": "A"}], committed)
+
+
+def test_real_data_rows_and_figures(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kbvqa.experiments.rcts_plots import plot_ablations, plot_diagnostics, plot_main
+    from kbvqa.experiments.rcts_real import accuracy_table, scienceqa_rows
+
+    assert scienceqa_rows(FakeVLM(), n_queries=0) == {}           # cpu profile: nothing is loaded
+    with pytest.raises(ValueError):
+        scienceqa_rows(FakeVLM(), n_queries=1, runs=["nope"])
+    table = accuracy_table({"rcts": [{"correct": True}, {"correct": False}]})
+    assert table[0]["accuracy %"] == 50.0 and table[0]["paper %"] == 78.99
+    setting, vlm = small_setting(2), FakeVLM()
+    for name in ("zero_shot", "vanilla_rag", "rcts", "rcts_sweep_alpha=0.2"):
+        run_to_file(name, setting, vlm, tmp_path, seed=0, progress=False)
+    results = summarise(tmp_path, diagnostics={"hit_rate": {"1": 0.5, "3": 1.0}})
+    for plot in (plot_main, plot_ablations, plot_diagnostics):
+        fig = plot(results)
+        assert not plt.fignum_exists(fig.number) and fig.axes

@@ -169,3 +169,16 @@ def live_agreement(live: list[dict], committed: list[dict]) -> dict:
     rate = sum(bool(r["correct"]) for r in reference) / len(reference)
     return {"agreement": check_agreement([bool(r["correct"]) for r in live], rate),
             "same_answers": same_answers([r["pred"] for r in live], [r["pred"] for r in reference])}
+
+
+def load_tree(out, run: str, index: int = 0) -> tuple[str, dict]:
+    """(query id, ``{"nodes", "config"}``) of the ``index``-th question of a sweep run, ready for
+    ``kbvqa.viz.trees.draw_rcts_tree``; raises ``ValueError`` when the run kept no trees."""
+    from kbvqa.experiments.rcts_toy import read_run
+
+    header, records = read_run(Path(out) / "runs" / f"{run}.jsonl")
+    kept = [r for r in records if r.get("tree")]
+    if header is None or not kept:
+        raise ValueError(f"run {run!r} under {out} kept no search trees (only sweep runs do)")
+    record = kept[index]
+    return record["id"], {"nodes": record["tree"], "config": header["fingerprint"].get("rcts", {})}
