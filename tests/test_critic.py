@@ -1,0 +1,240 @@
+"""ReAG's critic (kbvqa.critic, critic_train, critic_eval, viz.critic).
+
+Checks: Eq. 4 filtering (strict ">") with a fake P(Yes); one batched scoring call for many queries;
+the all-filtered case (the generator gets the question-and-image prompt); bad thresholds and
+configs; our prompts equal the pretraining renderings; recall / specificity / passages kept and the
+threshold sweep by hand (the judge sees each distinct kept set once); the training stream (train
+split only, 30 % soft / 70 % hard negatives, seeded); a 20-step fine-tune of a tiny random model
+whose loss falls (and whose source model is left untouched); the figures.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from kbvqa.critic import (
+    CLI_THRESHOLD,
+    REAG_THRESHOLD,
+    Critic,
+    CriticConfig,
+    check_threshold,
+    critic_prompt,
+    generator_prompt,
+    keep_passages,
+)
+from kbvqa.critic_eval import critic_table, filtering_stats, heldout_critic_items, labels_of, threshold_sweep
+from kbvqa.critic_train import CriticTrainConfig, critic_training_examples, train_critic
+from kbvqa.data.schema import Passage, Query
+from kbvqa.viz.critic import draw_critic_loss, draw_p_yes_by_kind, draw_passages_kept, draw_threshold_sweep
+
+
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data import get_world
+
+    return get_world(0)
+
+
+def chat_text(chat) -> str:
+    return "\n".join(p["text"] for m in chat for p in m["content"] if p["type"] == "text")
+
+
+class FakeVLM:
+    """p_yes = the number written after "score=" in the passage; counts calls and prompts."""
+
+    def __init__(self):
+        self.calls, self.prompts = 0, 0
+
+    def p_yes(self, prompts, normalise="pair", batch_size=16):
+        self.calls, self.prompts = self.calls + 1, self.prompts + len(prompts)
+        return torch.tensor([float(chat_text(c).split("score=")[1].split()[0]) for c in prompts])
+
+
+def passages(*scores):
+    return [Passage(f"d:{i}", "d", f"fact {i} score={s} end") for i, s in enumerate(scores)]
+
+
+def query(qid="q", evidence=("d:0",)):
+    from PIL import Image
+
+    return Query(qid, "What does this zorp eat?", ["moss"], image=Image.new("RGB", (112, 112), "red"),
+                 evidence_ids=list(evidence))
+
+
+def test_eq4_keeps_strictly_above_the_threshold():
+    ps = passages(0.1, 0.1000001, 0.9, 0.0)
+    assert keep_passages([0.1, 0.1000001, 0.9, 0.0], ps, 0.1) == ps[1:3]
+    assert keep_passages([0.1, 0.2], ps[:2], 0.0) == ps[:2] and keep_passages([1.0], ps[:1], 1.0) == []
+    with pytest.raises(ValueError):
+        keep_passages([0.5], ps[:2], 0.1)
+
+
+@pytest.mark.parametrize("bad", [-0.01, 1.01, float("nan"), "0.5", True, None, float("inf")])
+def test_bad_thresholds_raise(bad):
+    with pytest.raises(ValueError):
+        check_threshold(bad)
+    with pytest.raises(ValueError):
+        CriticConfig(threshold=bad)
+    with pytest.raises(ValueError):
+        keep_passages([0.5], passages(0.5), bad)
+    if bad is not None:   # None is filtering_stats' "no critic" row
+        with pytest.raises(ValueError):
+            filtering_stats([(query(), passages(0.5))], [[0.5]], bad)
+
+
+@pytest.mark.parametrize("bad", [dict(batch_size=0), dict(normalise="softmax"), dict(image_size=0)])
+def test_bad_critic_configs_raise(bad):
+    with pytest.raises(ValueError):
+        CriticConfig(**bad)
+
+
+def test_defaults_are_reags_thresholds():
+    assert CriticConfig().threshold == REAG_THRESHOLD == 0.1 and CLI_THRESHOLD == 0.5
+
+
+def test_critic_filters_many_queries_in_one_batched_call():
+    fake = FakeVLM()
+    critic = Critic(fake)
+    items = [(query("a"), passages(0.9, 0.05, 0.3)), (query("b"), passages(0.02, 0.08)), (query("c"), [])]
+    results = critic.filter_many(items)
+    assert fake.calls == 1 and fake.prompts == 5
+    assert [p.id for p in results[0].kept] == ["d:0", "d:2"] and [p.id for p in results[0].dropped] == ["d:1"]
+    assert results[0].scores == pytest.approx([0.9, 0.05, 0.3]) and not results[0].all_filtered
+    assert results[1].all_filtered and results[1].kept_ids() == [] and len(results[1].dropped) == 2
+    assert results[2].all_filtered and results[2].scores == []
+    strict = critic.filter(*items[0], threshold=0.5)
+    assert [p.id for p in strict.kept] == ["d:0"] and strict.threshold == 0.5
+    assert Critic(FakeVLM()).score_many([(query(), [])]) == [[]]
+
+
+def test_all_filtered_gives_the_question_and_image_alone():
+    fake = FakeVLM()
+    q = query()
+    result = Critic(fake).filter(q, passages(0.01, 0.09))
+    assert result.all_filtered
+    alone, with_kept = generator_prompt(q, result.kept), generator_prompt(q, passages(0.5))
+    assert "<paragraph>" not in chat_text(alone) and q.question in chat_text(alone)
+    assert "<paragraph>fact 0 score=0.5 end</paragraph>" in chat_text(with_kept)
+    images = [p for m in alone for p in m["content"] if p["type"] == "image"]
+    assert len(images) == 1 and images[0]["image"].size == (56, 56)
+
+
+def test_wrong_number_of_scores_raises():
+    class Short(FakeVLM):
+        def p_yes(self, prompts, **kw):
+            return torch.zeros(len(prompts) - 1)
+
+    with pytest.raises(ValueError):
+        Critic(Short()).score(query(), passages(0.5, 0.5))
+
+
+def test_prompts_equal_the_pretraining_rendering(world):
+    from kbvqa.models.pretrain_mix import PretrainMixConfig
+    from kbvqa.models.pretrain_tasks import critic_example
+
+    q = world.kbvqa_test[0]
+    p = world.passage(q.evidence_ids[0])
+    ours = Critic(FakeVLM()).prompts(q, [p])[0]
+    theirs = critic_example(world, q, p, "Yes", "", PretrainMixConfig(), "critic").prompt
+    assert chat_text(ours) == chat_text(theirs)
+    assert chat_text(critic_prompt(None, "Q?", "P.", short=False)).count("Yes") >= 2     # the paper's long text
+
+
+def test_filtering_stats_by_hand():
+    items = [(query("a", ["d:0"]), passages(0.9, 0.05, 0.3)), (query("b", ["d:1"]), passages(0.02, 0.08))]
+    scores = [[0.9, 0.05, 0.3], [0.02, 0.08]]
+    assert labels_of(items) == [[True, False, False], [False, True]]
+    none, low, high = critic_table(items, scores, thresholds=(0.1, 0.5))
+    assert none["recall"] == 1.0 and none["specificity"] == 0.0 and none["passages_after"] == 2.5
+    assert (low["recall"], low["specificity"], low["passages_after"]) == (0.5, 0.6667, 1.0)
+    assert low["evidence_kept"] == 0.5 and low["all_filtered"] == 0.5 and low["precision"] == 0.5
+    assert (high["recall"], high["specificity"], high["passages_after"]) == (0.5, 1.0, 0.5)
+    assert high["relevant"] == 2 and high["irrelevant"] == 3
+    with pytest.raises(ValueError):
+        filtering_stats(items, [[0.9]], 0.1)
+
+
+def test_threshold_sweep_asks_the_judge_once_per_distinct_kept_set():
+    items = [(query("a", ["d:0"]), passages(0.9, 0.05, 0.3)), (query("b", ["d:1"]), passages(0.02, 0.08))]
+    scores = [[0.9, 0.05, 0.3], [0.02, 0.08]]
+    seen = []
+
+    def judge(pairs):   # right when the evidence is kept and at most 2 passages are
+        seen.append(len(pairs))
+        return [any(p.id in q.evidence_ids for p in kept) and len(kept) <= 2 for q, kept in pairs]
+
+    rows = threshold_sweep(items, scores, thresholds=(0.0, 0.04, 0.1, 0.5, 0.95), judge=judge)
+    assert len(seen) == 1
+    assert [r["answer_accuracy"] for r in rows] == [0.5, 0.5, 0.5, 0.5, 0.0]
+    assert [r["passages_after"] for r in rows] == [2.5, 2.0, 1.0, 0.5, 0.0]
+    assert seen[0] == rows[0]["judged"] == 7     # of 10 (query, threshold) pairs
+    assert "answer_accuracy" not in threshold_sweep(items, scores, thresholds=(0.1,))[0]
+    with pytest.raises(ValueError):
+        threshold_sweep(items, scores, thresholds=(0.1,), judge=lambda pairs: [])
+
+
+def test_training_stream_uses_train_split_and_reags_mix(world):
+    cfg = CriticTrainConfig(seed=3)
+    examples = critic_training_examples(world, 400, cfg)
+    assert [e.completion for e in examples[:20]] == [e.completion for e in critic_training_examples(world, 20, cfg)]
+    assert [e.completion for e in critic_training_examples(world, 5, cfg, start=7)] == \
+        [e.completion for e in examples[7:12]]
+    train_ids = {q.id for q in world.kbvqa_train}
+    assert all(e.meta["query_ids"][0] in train_ids for e in examples)
+    yes = [e for e in examples if e.completion == "Yes"]
+    no = [e for e in examples if e.completion == "No"]
+    assert 0.4 < len(yes) / len(examples) < 0.6
+    assert 0.6 < sum(e.meta["negative_kind"] == "hard" for e in no) / len(no) < 0.8
+    for e in yes[:20]:
+        q = next(q for q in world.kbvqa_train if q.id == e.meta["query_ids"][0])
+        assert e.meta["passage_ids"] == q.evidence_ids
+    items, kinds = heldout_critic_items(world, n=40)
+    assert kinds[0::2] == ["relevant"] * 20 and set(kinds[1::2]) <= {"hard", "soft"}
+    assert labels_of(items) == [[k == "relevant"] for k in kinds]
+
+
+@pytest.mark.parametrize("bad", [dict(steps=0), dict(lr=0), dict(hard_rate=1.5), dict(positive_rate=-0.1),
+                                 dict(seed=-1), dict(lora="yes"), dict(batch_size=2.5)])
+def test_bad_train_configs_raise(bad):
+    with pytest.raises(ValueError):
+        CriticTrainConfig(**bad)
+
+
+def test_fine_tune_smoke_loss_falls_and_source_is_untouched(world):
+    from kbvqa.models import build_tiny_vlm
+
+    torch.set_num_threads(1)
+    texts = [chat_text(e.prompt) for e in critic_training_examples(world, 48)] + ["Yes No"]
+    base = build_tiny_vlm("qwen2_vl", texts=texts, seed=0, hidden_size=32, num_layers=1, num_heads=2,
+                          num_kv_heads=1, intermediate_size=64, vision_width=32, vision_depth=1)
+    before = {k: v.clone() for k, v in base.model.state_dict().items()}
+    critic, curve = train_critic(base, CriticTrainConfig(steps=20, batch_size=8, lr=1e-2, warmup_steps=2),
+                                 world=world, progress=False)
+    losses = curve["loss"]
+    assert len(losses) == 20 and sum(curve["labels"].values()) == 160
+    assert losses[0] > math.log(len(base.tokenizer)) - 1.0          # starts near a uniform guess
+    assert sum(losses[-5:]) / 5 < min(1.0, sum(losses[:2]) / 2 - 2.0)  # ends near the Yes/No coin flip or below
+    assert all(torch.equal(before[k], v) for k, v in base.model.state_dict().items())
+    assert critic.model is not base.model and not critic.model.training
+    scores = Critic(critic).score(world.kbvqa_test[0], [world.passage(world.kbvqa_test[0].evidence_ids[0])])
+    assert 0.0 <= scores[0] <= 1.0
+    lora, _ = train_critic(base, CriticTrainConfig(steps=2, batch_size=4, lora={"r": 4, "alpha": 8}),
+                           world=world, progress=False)
+    assert 0 < lora.num_parameters(trainable_only=True) < lora.num_parameters() / 2
+
+
+def test_figures():
+    curve = {"step": [0, 1, 2], "loss": [3.0, 1.0, 0.7], "smoothed": [3.0, 2.0, 1.6]}
+    rows = [{"threshold": t, "recall": 1 - t, "specificity": t, "passages_after": 10 * (1 - t),
+             "answer_accuracy": 0.3} for t in (0.0, 0.1, 0.5, 0.9)]
+    table = [{"threshold": None, "recall": 1.0, "specificity": 0.0, "passages_after": 24.0}] + rows[1:3]
+    figures = [draw_critic_loss(curve), draw_threshold_sweep(rows), draw_passages_kept(table),
+               draw_p_yes_by_kind([0.9, 0.2, 0.05], ["relevant", "hard", "soft"])]
+    assert all(isinstance(f, Figure) and f.axes for f in figures)
+    for bad in (lambda: draw_critic_loss({"step": []}), lambda: draw_threshold_sweep([]),
+                lambda: draw_passages_kept([]), lambda: draw_p_yes_by_kind([0.5], [])):
+        with pytest.raises(ValueError):
+            bad()
