@@ -97,7 +97,7 @@ def _thumbnail(image_ref, size: int):
 
 
 def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good, thumb_px: int,
-               cmap, show_rewards: bool):
+               cmap, show_rewards: bool, thumbs: dict):
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
     q, n, uct = state["q"], state["n"], state["uct"]
@@ -110,7 +110,10 @@ def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good
             bbox=dict(boxstyle="round,pad=0.25", fc=colour, ec="#c0392b" if on_path else "#555555",
                       lw=2.0 if on_path else 0.6))
     if example is not None and node.parent is not None:
-        image = _thumbnail(_get(example, "image"), thumb_px) if thumb_px else None
+        key = (node.example_id or id(example), thumb_px)
+        if key not in thumbs:
+            thumbs[key] = _thumbnail(_get(example, "image"), thumb_px) if thumb_px else None
+        image = thumbs[key]
         if image is not None:
             box = AnnotationBbox(OffsetImage(image, zoom=1.0), (xy[0], xy[1] - 0.33), frameon=True,
                                  pad=0.05, zorder=3,
@@ -147,7 +150,8 @@ def _draw_rewards(ax, view: TreeView, upto: int):
 
 def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examples: Mapping | None = None,
                    good_example: Callable | None = None, thumb_px: int = 24, show_rewards: bool = True,
-                   title: str | None = None, width_per_leaf: float = 1.25, dpi: int = 90):
+                   title: str | None = None, width_per_leaf: float = 1.25, dpi: int = 90,
+                   thumbnails: dict | None = None):
     """Draw the search tree after rollout ``upto_rollout`` (0-based; ``None``: the last) and return the
     Figure (closed when this function created it, so a notebook shows it once).
 
@@ -156,6 +160,7 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
     thumbnails and labels; node records may carry them too. ``good_example(example) -> bool`` marks
     examples worth having (e.g. same rule and key value as the query) with a green frame and ✓.
     ``ax``: draw the tree only, into this Axes (no reward strip, the figure is not closed).
+    ``thumbnails``: a dict the caller keeps to reuse rendered thumbnails between frames.
     An empty tree draws a placeholder; ``upto_rollout`` outside the rollouts raises ``ValueError``.
     """
     import matplotlib.pyplot as plt
@@ -196,7 +201,7 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
         example = examples.get(node.example_id, node.example) if node.example_id is not None else node.example
         good = bool(good_example(example)) if (good_example and example is not None) else False
         _draw_node(ax, xy, node, state["values"][node_id], node_id in path, example, good, thumb_px,
-                   cmap, show_rewards)
+                   cmap, show_rewards, {} if thumbnails is None else thumbnails)
     xs = [p[0] for p in positions.values()]
     ys = [p[1] for p in positions.values()]
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)

@@ -43,9 +43,9 @@ def frame_rollouts(n_rollouts: int, max_frames: int | None = None) -> list[int]:
 def render_frames(tree_records, max_frames: int | None = 12, dpi: int = 60, **draw_kwargs) -> list[bytes]:
     """PNG bytes of each frame of ``frame_rollouts`` (one ``draw_rcts_tree`` call per frame)."""
     view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
-    frames = []
+    frames, thumbnails = [], draw_kwargs.pop("thumbnails", {})
     for upto in frame_rollouts(len(view.rollouts), max_frames):
-        fig = draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs)
+        fig = draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, thumbnails=thumbnails, **draw_kwargs)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=dpi)
         frames.append(buffer.getvalue())
@@ -100,6 +100,7 @@ def rcts_tree_widget(tree_records, **draw_kwargs):
     slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
                                readout_format="d", continuous_update=False)
     out = widgets.Output()
+    draw_kwargs.setdefault("thumbnails", {})
 
     def redraw(change=None):
         with out:
