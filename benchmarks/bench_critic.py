@@ -1,0 +1,67 @@
+"""Benchmark of ReAG's critic (issue "ReAG part", Efficiency): passages scored per second, batched
+vs one at a time.
+
+The critic reads P(Yes) from one forward pass per prompt (Eq. 4); ``Critic.score_many`` puts the
+passages of many queries into left-padded batches of ``batch_size`` prompts, the naive loop calls
+the model once per passage. The passages are what the pipeline gives the critic: every passage of
+the top-k pages of coarse retrieval for a few toy-world test queries. The target is the *ratio*
+measured in this run (absolute speeds depend on the machine and its load); the batched result
+must equal the one-at-a-time result.
+
+Run: ``python benchmarks/bench_critic.py [--queries 4] [--k 2] [--threads 1]``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+
+def _timed(fn, repeats: int) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def main(argv=None) -> dict:
+    from kbvqa.critic import Critic, CriticConfig
+    from kbvqa.critic_eval import critic_items
+    from kbvqa.data import get_world
+    from kbvqa.models.tiny import load_tiny_vlm
+
+    ap = argparse.ArgumentParser(description="Critic throughput: batched vs one passage at a time.")
+    ap.add_argument("--queries", type=int, default=4, help="toy-world test queries")
+    ap.add_argument("--k", type=int, default=2, help="pages per query (8 passages each)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    world, vlm = get_world(0), load_tiny_vlm()
+    items = critic_items(world, n=args.queries, k=args.k)
+    n = sum(len(p) for _, p in items)
+    rows, scores = [], {}
+    for batch_size in (16, 32):
+        critic = Critic(vlm, CriticConfig(batch_size=batch_size))
+        critic.score_many(items[:1])                                     # warm-up
+        seconds, scores[batch_size] = _timed(lambda c=critic: c.score_many(items), repeats=2)
+        rows.append((f"batched, {batch_size} prompts per pass", seconds))
+    single_critic = Critic(vlm, CriticConfig(batch_size=1))
+    seconds, single = _timed(lambda: [[single_critic.score(q, [p])[0] for p in ps] for q, ps in items], repeats=1)
+    rows.append(("one passage per call", seconds))
+    flat = [s for row in single for s in row]
+    gap = max(abs(a - b) for a, b in zip(flat, [s for row in scores[16] for s in row]))
+    print(f"{n} passages ({args.queries} queries x {args.k} pages), {args.threads} thread(s)")
+    width = max(len(r[0]) for r in rows)
+    for name, sec in rows:
+        print(f"{name:<{width}}  {n / sec:8.1f} passages/s  ({sec:.2f} s)")
+    ratio = rows[-1][1] / min(r[1] for r in rows[:-1])
+    print(f"speed-up of batching over one at a time: {ratio:.1f}x (target > 1); max |P(Yes) difference| {gap:.1e}")
+    return {"passages": n, "seconds": {r[0]: round(r[1], 3) for r in rows}, "speedup": round(ratio, 2),
+            "max_abs_diff": gap}
+
+
+if __name__ == "__main__":
+    main()
