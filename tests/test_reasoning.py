@@ -284,3 +284,24 @@ def test_same_seed_same_records_with_a_tiny_random_model():
     assert [r.to_dict() for r in first] != [r.to_dict() for r in other]
     assert all(len(r.candidates) == 2 and len(r.candidates[0].predictions) == 3 for r in first)
 
+
+
+# --- figures --------------------------------------------------------------------------------------
+def test_figures_and_contrast_pairs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kbvqa.viz.contexts import contrast_pairs, draw_candidate_scores, draw_context_comparison
+
+    vlm = ScriptedVLM({"a": ["ccccw", "ccccw", "ccccw"], "b": ["ccccc", "wwwww", "cwwww"],
+                       "c": ["cwwww", "ccwww", "wwwww"]})
+    qs = [mc("a", image=Image.new("RGB", (56, 56), "blue")), mc("b"), mc("c")]
+    records = build_reasoning_kb(vlm, qs, config(), progress=False)
+    assert contrast_pairs(records, 2) == [1, 2]          # gaps 0, 1.0, 0.4
+    fig = draw_candidate_scores(records)
+    assert len(fig.axes) == 2
+    assert len(draw_context_comparison(qs, records, indices=[0, 1]).axes) == 8
+    with pytest.raises(ValueError):
+        draw_context_comparison(qs[::-1], records, indices=[0])
+    with pytest.raises(ValueError):
+        contrast_pairs(records, 0)
