@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from kbvqa.retrieval.late_interaction import DEFAULT_MAX_ELEMENTS, PaddedTokens, maxsim, maxsim_matrix
+from kbvqa.retrieval.late_interaction import PaddedTokens, maxsim, maxsim_matrix
 
 MODES = ("text", "image", "hybrid")
 
@@ -128,14 +128,14 @@ def encode_items(encoders, items: Sequence) -> EncodedItems:
 class HybridConfig:
     mode: str = "hybrid"       # item tokens: "text" (E_T), "image" (E_I), "hybrid" ([E_T; E_I], Eq. 3)
     first_stage: int = 64      # FAISS candidates re-scored by MaxSim; 0 = MaxSim over every item
-    max_elements: int = DEFAULT_MAX_ELEMENTS   # similarities per MaxSim block (memory bound)
+    max_elements: int | None = None   # similarities per MaxSim block (memory bound); None = device default
 
     def __post_init__(self):
         _check_mode(self.mode)
         if not isinstance(self.first_stage, int) or self.first_stage < 0:
             raise ValueError(f"first_stage must be an int >= 0, got {self.first_stage!r}")
-        if self.max_elements < 1:
-            raise ValueError(f"max_elements must be >= 1, got {self.max_elements}")
+        if self.max_elements is not None and (not isinstance(self.max_elements, int) or self.max_elements < 1):
+            raise ValueError(f"max_elements must be an int >= 1 or None, got {self.max_elements!r}")
 
 
 @dataclass(frozen=True)
