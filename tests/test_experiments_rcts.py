@@ -218,3 +218,15 @@ def test_real_data_rows_and_figures(tmp_path):
     for plot in (plot_main, plot_ablations, plot_diagnostics):
         fig = plot(results)
         assert not plt.fignum_exists(fig.number) and fig.axes
+
+
+def test_scienceqa_rows_on_the_offline_samples():
+    from _samples import sample
+
+    from kbvqa.experiments.rcts_real import scienceqa_rows
+
+    root = sample("scienceqa")
+    records = scienceqa_rows(FakeVLM(), n_queries=2, n_kb=8, runs=("vanilla_rag", "rcts"), root=root)
+    assert set(records) == {"vanilla_rag", "rcts"} and all(len(r) == 2 for r in records.values())
+    assert all(len(r["examples"]) == 3 for r in records["vanilla_rag"])
+    assert all(r["id"] not in r["examples"] for r in records["vanilla_rag"])   # the KB is another split
