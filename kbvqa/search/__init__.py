@@ -53,3 +53,20 @@ __all__ = [
 ]
 # Tree/backprop (tree.py), RCTS (rcts.py) and SeRTS (serts.py) exports are appended below by
 # their authors.
+from kbvqa.search.rcts import RCTSConfig, RCTSResult, RolloutRecord, SearchState, rcts_search  # noqa: E402
+from kbvqa.search.rcts_baselines import icl_random, vanilla_rag, zero_shot  # noqa: E402
+from kbvqa.search.rcts_prompts import CallCounter, MCPromptBuilder  # noqa: E402
+from kbvqa.search.tree import (  # noqa: E402
+    BACKPROP_RULES,
+    Node,
+    backprop_mean,
+    backprop_official,
+    backprop_rcts,
+    tree_to_records,
+)
+
+__all__ += [
+    "BACKPROP_RULES", "CallCounter", "MCPromptBuilder", "Node", "RCTSConfig", "RCTSResult", "RolloutRecord",
+    "SearchState", "backprop_mean", "backprop_official", "backprop_rcts", "icl_random", "rcts_search",
+    "tree_to_records", "vanilla_rag", "zero_shot",
+]
