@@ -11,9 +11,12 @@ unhelpful") and 70 % *hard* ("high similarity to the relevant ones"). On the toy
   ``pretrain_tasks.critic_example`` (the rendering the tiny model was pretrained with). Example i
   depends only on ``(seed, i)``.
 - ``train_critic(vlm, config)``: fine-tunes a *copy* of ``vlm`` (the caller's model is untouched),
-  fully or with LoRA adapters (``config.lora``); AdamW, seeded, tqdm progress; the loss is the
-  cross-entropy of the one answer token ("Yes"/"No") over the whole vocabulary, the token
-  ``p_yes`` reads. Returns the critic VLM and its loss curve.
+  fully or with LoRA adapters (``config.lora``); AdamW, seeded, tqdm progress. Returns the critic
+  VLM and its loss curve.
+- ``critic_loss(vlm, prompts, labels)``: next-token prediction on the answer (the paper's
+  objective) = the cross-entropy, over the whole vocabulary, of the one token "Yes"/"No" right
+  after the generation prompt, the token ``p_yes`` reads. It equals ``training_batch``'s loss for
+  one-token answers but runs the output layer on one position per prompt (about 2x faster here).
 
 Leaves out: scoring and filtering (``critic.py``), evaluation (``critic_eval.py``).
 """
@@ -24,7 +27,7 @@ import random
 import time
 from dataclasses import dataclass
 
-__all__ = ["CriticTrainConfig", "critic_training_examples", "train_critic"]
+__all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,20 @@ def critic_training_examples(world, n: int, config: CriticTrainConfig | None = N
     return out
 
 
+def critic_loss(vlm, prompts, labels):
+    """Mean cross-entropy of the answer token (``vlm.answer_token_id(label)``) after each prompt,
+    with gradients; ``labels`` are "Yes"/"No" (any word whose first token the model has)."""
+    import torch
+    import torch.nn.functional as F
+
+    if isinstance(labels, str) or len(labels) != len(prompts) or not labels:
+        raise ValueError("labels must be a non-empty list with one label per prompt")
+    inputs = vlm.forward_inputs(vlm.encode(prompts))
+    logits = vlm.model(**inputs, logits_to_keep=1, use_cache=False).logits[:, -1].float()
+    targets = torch.tensor([vlm.answer_token_id(label) for label in labels], device=logits.device)
+    return F.cross_entropy(logits, targets)
+
+
 def _learning_rate(config: CriticTrainConfig, step: int) -> float:
     return config.lr * min(1.0, (step + 1) / config.warmup_steps) if config.warmup_steps else config.lr
 
@@ -132,11 +149,10 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
         batch = critic_training_examples(world, config.batch_size, config, start=step * config.batch_size)
         for e in batch:
             curve["labels"]["Yes" if e.completion == "Yes" else e.meta["negative_kind"]] += 1
-        inputs = critic.training_batch([e.prompt for e in batch], [e.completion for e in batch], add_eos=False)
         lr = _learning_rate(config, step)
         for group in optimiser.param_groups:
             group["lr"] = lr
-        loss = critic.model(**inputs, use_cache=False).loss
+        loss = critic_loss(critic, [e.prompt for e in batch], [e.completion for e in batch])
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

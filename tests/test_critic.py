@@ -26,7 +26,7 @@ from kbvqa.critic import (
     keep_passages,
 )
 from kbvqa.critic_eval import critic_table, filtering_stats, heldout_critic_items, labels_of, threshold_sweep
-from kbvqa.critic_train import CriticTrainConfig, critic_training_examples, train_critic
+from kbvqa.critic_train import CriticTrainConfig, critic_loss, critic_training_examples, train_critic
 from kbvqa.data.schema import Passage, Query
 from kbvqa.viz.critic import draw_critic_loss, draw_p_yes_by_kind, draw_passages_kept, draw_threshold_sweep
 
@@ -221,6 +221,13 @@ def test_fine_tune_smoke_loss_falls_and_source_is_untouched(world):
     assert critic.model is not base.model and not critic.model.training
     scores = Critic(critic).score(world.kbvqa_test[0], [world.passage(world.kbvqa_test[0].evidence_ids[0])])
     assert 0.0 <= scores[0] <= 1.0
+    batch = critic_training_examples(world, 6)
+    prompts, labels = [e.prompt for e in batch], [e.completion for e in batch]
+    with torch.no_grad():   # the one-position loss equals the usual next-token loss on the answer
+        full = critic.model(**critic.training_batch(prompts, labels, add_eos=False)).loss
+        assert math.isclose(critic_loss(critic, prompts, labels).item(), full.item(), rel_tol=1e-4)
+    with pytest.raises(ValueError):
+        critic_loss(critic, prompts, labels[:-1])
     lora, _ = train_critic(base, CriticTrainConfig(steps=2, batch_size=4, lora={"r": 4, "alpha": 8}),
                            world=world, progress=False)
     assert 0 < lora.num_parameters(trainable_only=True) < lora.num_parameters() / 2
