@@ -59,6 +59,15 @@ class CriticConfig:
         if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 1):
             raise ValueError(f"image_size must be None or a positive int, got {self.image_size!r}")
 
+    @classmethod
+    def for_profile(cls, profile=None, **overrides) -> CriticConfig:
+        """cpu: the short prompt at 56 px (the tiny model); gpu: the paper's prompt, native images."""
+        from kbvqa.config import get_profile
+
+        prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
+        base = dict(short_prompts=False, image_size=None) if prof.is_gpu else {}
+        return cls(**{**base, **overrides})
+
 
 def passage_text(passage) -> str:
     """The text of a ``Passage``, a retrieved passage (``.passage``) or a plain string."""

@@ -93,6 +93,8 @@ def test_bad_critic_configs_raise(bad):
 
 def test_defaults_are_reags_thresholds():
     assert CriticConfig().threshold == REAG_THRESHOLD == 0.1 and CLI_THRESHOLD == 0.5
+    assert CriticConfig.for_profile("cpu") == CriticConfig()
+    assert CriticConfig.for_profile("cpu", threshold=0.5).threshold == 0.5
 
 
 def test_critic_filters_many_queries_in_one_batched_call():

@@ -133,6 +133,7 @@ def test_no_box_means_coarse_only_and_oracle_boxes_override():
 def test_bad_configs_raise(bad):
     with pytest.raises(ValueError):
         MultilevelConfig(**bad)
+    assert MultilevelConfig.for_profile("cpu") == MultilevelConfig(k=5, subject_method="rules")
 
 
 def test_evaluate_on_the_colour_world():

@@ -58,6 +58,16 @@ class MultilevelConfig:
         if self.subject_method not in ("rules", "spacy", "auto"):
             raise ValueError(f"subject_method must be 'rules', 'spacy' or 'auto', got {self.subject_method!r}")
 
+    @classmethod
+    def for_profile(cls, profile=None, **overrides) -> MultilevelConfig:
+        """cpu: k = 5 of the toy world's 100 pages, the rule-based subject; gpu: ReAG's k = 20 and
+        spaCy when it is installed."""
+        from kbvqa.config import get_profile
+
+        prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
+        base = dict(k=20, subject_method="auto") if prof.is_gpu else dict(k=5, subject_method="rules")
+        return cls(**{**base, **overrides})
+
 
 @dataclass(frozen=True)
 class RetrievedPassage:
