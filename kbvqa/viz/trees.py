@@ -170,10 +170,13 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
     state = tree_state(view, upto_rollout)
     upto = state["upto"]
     created = ax is None
+    # every frame of one search uses the final tree's layout, so nodes keep their place
+    layout = tree_layout({n: node.parent for n, node in view.nodes.items()})
     if created:
-        n_cols = max(len([n for n in state["nodes"] if not state["children"].get(n)]), 1)
-        width = min(max(4.5, width_per_leaf * n_cols + 1.0), 14.0)
-        depth = max((view.nodes[n].depth for n in state["nodes"]), default=0)
+        parents = {node.parent for node in view.nodes.values()}
+        n_leaves = sum(n not in parents for n in view.nodes)
+        width = min(max(4.5, width_per_leaf * max(n_leaves, 1) + 1.0), 14.0)
+        depth = max((node.depth for node in view.nodes.values()), default=0)
         fig, (ax, strip) = plt.subplots(2, 1, figsize=(width, 1.35 * (depth + 1) + 1.9), dpi=dpi,
                                         gridspec_kw={"height_ratios": [1.35 * (depth + 1), 1.0]})
     fig = ax.figure
@@ -184,8 +187,7 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
             strip.axis("off")
             plt.close(fig)
         return fig
-    parents = {n: view.nodes[n].parent for n in state["nodes"]}
-    positions = tree_layout(parents)
+    positions = {n: layout[n] for n in state["nodes"]}
     path = set(state["path"])
     for node_id, (x, y) in positions.items():
         parent = view.nodes[node_id].parent
@@ -202,8 +204,8 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
         good = bool(good_example(example)) if (good_example and example is not None) else False
         _draw_node(ax, xy, node, state["values"][node_id], node_id in path, example, good, thumb_px,
                    cmap, show_rewards, {} if thumbnails is None else thumbnails)
-    xs = [p[0] for p in positions.values()]
-    ys = [p[1] for p in positions.values()]
+    xs = [p[0] for p in layout.values()]
+    ys = [p[1] for p in layout.values()]
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
     ax.set_ylim(min(ys) - 0.85, max(ys) + 0.45)
     if title is None:
