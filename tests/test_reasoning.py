@@ -16,6 +16,7 @@ from PIL import Image
 from kbvqa.config import get_profile
 from kbvqa.data.schema import KBExample, Query
 from kbvqa.reasoning import (
+    CandidateContext,
     ReasoningContextConfig,
     ReasoningRecord,
     build_reasoning_kb,
@@ -305,3 +306,33 @@ def test_figures_and_contrast_pairs():
         draw_context_comparison(qs[::-1], records, indices=[0])
     with pytest.raises(ValueError):
         contrast_pairs(records, 0)
+
+
+# --- the committed experiment -----------------------------------------------------------------------
+def test_toy_check_summary_reads_scored_candidates():
+    from kbvqa.reasoning_experiment import answer_letters, toy_check_summary
+
+    assert answer_letters([mc("a")] * 3, ["The answer is A.", "The answer is A.", "nothing"]) == {"A": 2, "None": 1}
+
+    q = mc("a")
+    records = [ReasoningRecord("a", "B", "x", 1.0, 0, candidates=[
+        CandidateContext("this one is blue. So the answer is in trees.", ["c"], ["correct"], 1.0),
+        CandidateContext("this one is red. So the answer is underground.", ["w"], ["wrong"], 0.0),
+        CandidateContext("never checked", [], [], None)])]
+    s = toy_check_summary([q], records)
+    assert s["chosen"] == {"reads_key_value": 1.0, "names_gold_answer": 1.0, "names_other_option": 0.0}
+    assert s["all"]["names_gold_answer"] == 0.5
+    assert (s["mean_score_names_gold_true"], s["mean_score_names_gold_false"]) == (1.0, 0.0)
+
+
+def test_committed_results_agree_with_their_kb_file():
+    from kbvqa.reasoning_experiment import RESULTS_DIR, load_results
+
+    if not (RESULTS_DIR / "results.json").exists():
+        pytest.skip("no committed reasoning-context run")
+    results = load_results()
+    records = load_reasoning_kb(RESULTS_DIR / "kb.jsonl")
+    assert len(records) == results["pairs"] and load_reasoning_kb_config(RESULTS_DIR / "kb.jsonl")
+    assert summarize_build(records) == pytest.approx(results["build"])
+    assert all(0 <= v["accuracy"] <= 1 for v in results["accuracy"].values())
+    assert {"commit", "date", "weights_sha256", "command"} <= set(results["provenance"])
