@@ -60,6 +60,18 @@ def test_first_stage_covering_the_whole_base_equals_exact_search():
     assert all(len(r.ids) == 6 for r in narrow)  # k > first_stage: k candidates are fetched
 
 
+def test_without_rescoring_the_ranking_is_pooled_cosine():
+    kb, queries = _random_items(8, 40), _random_items(9, 3, prefix="q")
+    index = HybridIndex(kb, HybridConfig(mode="image", first_stage=8, rescore=False))
+    cosines = queries.pooled("image") @ kb.pooled("image").T
+    for row, result in zip(cosines, index.search_encoded(queries, k=12)):   # k > first_stage: k come back
+        expected = sorted(range(40), key=lambda i: (-float(row[i]), i))[:12]
+        assert result.indices == expected
+        assert result.scores == pytest.approx([float(row[i]) for i in expected], abs=1e-5)
+    with pytest.raises(ValueError, match="first_stage > 0"):
+        HybridConfig(first_stage=0, rescore=False)
+
+
 def test_the_query_itself_is_dropped_and_k_items_remain():
     kb = _random_items(6, 12)
     queries = EncodedItems(kb.ids[:3], kb.text_tokens[:3], kb.image_tokens[:3], kb.text_pooled[:3], kb.image_pooled[:3])
@@ -147,8 +159,9 @@ def small_toy():
 
 def test_toy_world_hybrid_retrieval_finds_answer_carrying_examples(small_toy):
     world, enc = small_toy
-    ev = evaluate_rcts_retrieval(world, enc, ks=(1, 5, 10), first_stage=32)
-    assert ev.n_queries == 24 and set(ev.scores) == {"text", "image", "hybrid"}
+    ev = evaluate_rcts_retrieval(world, enc, ks=(1, 5, 10), first_stage=32, pooled_baseline=True)
+    assert ev.n_queries == 24 and len(ev.results["hybrid pooled"]) == 24
+    assert set(ev.scores) == {"text", "image", "hybrid", "text pooled", "image pooled", "hybrid pooled"}
     for by_rel in ev.scores.values():
         for rel in ("answer", "rule"):   # Recall@K grows with K; "same rule" is the looser relevance
             assert by_rel[rel]["R@1"] <= by_rel[rel]["R@5"] <= by_rel[rel]["R@10"]
@@ -158,7 +171,19 @@ def test_toy_world_hybrid_retrieval_finds_answer_carrying_examples(small_toy):
     q = world.mc_test[0]
     relevant = relevant_ids(q, world.mc_kb)
     assert all(world.mc_kb[int(i.split("-")[1])].meta["key_value"] == q.meta["key_value"] for i in relevant)
-    assert "hybrid" in ev.table() and len(ev.table().splitlines()) == 4
+    assert "hybrid pooled" in ev.table() and len(ev.table().splitlines()) == 7
+    from kbvqa.viz.retrieval import draw_retrieved, plot_maxsim_matrix, plot_recall_at_k
+
+    top = ev.results["hybrid"][0]
+    figures = [plot_recall_at_k(ev), draw_retrieved(q, [world.mc_kb[i] for i in top.indices[:3]], top.scores[:3],
+                                                    [i in relevant for i in top.ids[:3]]),
+               plot_maxsim_matrix(torch.eye(3), torch.eye(3)[:2], n_query_text=1, n_doc_text=1)]
+    assert len(figures[0].axes) == 2 and len(figures[1].axes) == 4
+    import matplotlib.pyplot as plt
+
+    assert not plt.get_fignums()   # every figure was closed (shown once by a notebook)
+    with pytest.raises(ValueError):
+        draw_retrieved(q, [], None, None)
 
 
 def test_scienceqa_samples_text_and_hybrid_queries_and_self_exclusion():

@@ -13,7 +13,8 @@ Two stages, as in ColBERT-style late-interaction engines:
    (``late_interaction.maxsim``); sorted by score, ties broken by knowledge-base position.
 
 ``first_stage=0`` skips stage 1 and scores the whole knowledge base with MaxSim (the exact Eq. 4
-ranking; fine for a few thousand items). Modes pick the tokens (and pooled vector) of an item:
+ranking; fine for a few thousand items); ``rescore=False`` stops after stage 1 (the pooled-vector
+baseline, scores are cosines). Modes pick the tokens (and pooled vector) of an item:
 ``"text"`` = E_T only, ``"image"`` = E_I only, ``"hybrid"`` = [E_T; E_I] (Eq. 3; pooled: the
 normalised sum of the text and image vectors). Like the official code (yannqi/RCTS-RAG), a search
 retrieves k + |excluded| items and drops the query itself when it is in the knowledge base.
@@ -129,18 +130,22 @@ class HybridConfig:
     mode: str = "hybrid"       # item tokens: "text" (E_T), "image" (E_I), "hybrid" ([E_T; E_I], Eq. 3)
     first_stage: int = 64      # FAISS candidates re-scored by MaxSim; 0 = MaxSim over every item
     max_elements: int | None = None   # similarities per MaxSim block (memory bound); None = device default
+    rescore: bool = True       # False: stop after stage 1 and rank by pooled cosine (a baseline)
 
     def __post_init__(self):
         _check_mode(self.mode)
         if not isinstance(self.first_stage, int) or self.first_stage < 0:
             raise ValueError(f"first_stage must be an int >= 0, got {self.first_stage!r}")
+        if not self.rescore and self.first_stage == 0:
+            raise ValueError("rescore=False ranks by the first stage alone; it needs first_stage > 0")
         if self.max_elements is not None and (not isinstance(self.max_elements, int) or self.max_elements < 1):
             raise ValueError(f"max_elements must be an int >= 1 or None, got {self.max_elements!r}")
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The top items of one query, best first: knowledge-base ids, positions and Eq. 4 scores."""
+    """The top items of one query, best first: knowledge-base ids, positions and scores (Eq. 4;
+    pooled cosines when ``rescore`` is off)."""
 
     ids: list[str]
     indices: list[int]
@@ -172,11 +177,18 @@ class HybridIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _candidates(self, pooled: torch.Tensor, k: int) -> list[list[int]]:
-        """Stage 1: FAISS top max(first_stage, k) per row of ``pooled`` [B, d]."""
-        n = min(len(self), max(self.config.first_stage, k))
-        _, idx = self.faiss_index.search(pooled.float().contiguous().numpy(), n)
-        return [[int(i) for i in row if i >= 0] for row in idx]
+    def _candidates(self, pooled: torch.Tensor, k: int) -> list[tuple[list[int], torch.Tensor]]:
+        """Stage 1 per row of ``pooled`` [B, d]: FAISS top max(first_stage, k) (top k alone when
+        ``rescore`` is off) as (positions, cosines)."""
+        n = min(len(self), max(self.config.first_stage, k) if self.config.rescore else k)
+        cos, idx = self.faiss_index.search(pooled.float().contiguous().numpy(), n)
+        return [([int(i) for i in row if i >= 0], torch.from_numpy(c[row >= 0]).double()) for c, row in zip(cos, idx)]
+
+    def _rescored(self, query: torch.Tensor, positions: list[int], cosines: torch.Tensor) -> torch.Tensor:
+        """Stage 2: exact Eq. 4 scores of the candidates (or their cosines when ``rescore`` is off)."""
+        if not self.config.rescore:
+            return cosines
+        return maxsim(query, self.docs.select(positions), self.config.max_elements)
 
     def _top(self, scores: torch.Tensor, positions: list[int], k: int, exclude: set[int]) -> SearchResult:
         """Sort by score (desc), ties by knowledge-base position (asc); drop ``exclude``; keep k."""
@@ -200,9 +212,8 @@ class HybridIndex:
             positions = list(range(len(self)))
             return self._top(maxsim(query, self.docs, self.config.max_elements), positions, k, exclude)
         pooled = F.normalize(query.mean(0) if query_pooled is None else torch.as_tensor(query_pooled).float(), dim=-1)
-        positions = self._candidates(pooled.view(1, -1), k + len(exclude))[0]
-        scores = maxsim(query, self.docs.select(positions), self.config.max_elements)
-        return self._top(scores, positions, k, exclude)
+        positions, cosines = self._candidates(pooled.view(1, -1), k + len(exclude))[0]
+        return self._top(self._rescored(query, positions, cosines), positions, k, exclude)
 
     def search_encoded(self, queries: EncodedItems, k: int, exclude_self: bool = True) -> list[SearchResult]:
         """Top ``k`` for every encoded query (in this index's mode), dropping a knowledge-base item
@@ -219,8 +230,5 @@ class HybridIndex:
             everything = list(range(len(self)))
             return [self._top(s, everything, k, ex) for s, ex in zip(scores, excludes)]
         candidates = self._candidates(queries.pooled(mode), k + (1 if exclude_self else 0))
-        out = []
-        for q_tokens, positions, ex in zip(tokens, candidates, excludes):
-            scores = maxsim(q_tokens, self.docs.select(positions), self.config.max_elements)
-            out.append(self._top(scores, positions, k, ex))
-        return out
+        return [self._top(self._rescored(q_tokens, positions, cosines), positions, k, ex)
+                for q_tokens, (positions, cosines), ex in zip(tokens, candidates, excludes)]

@@ -15,6 +15,9 @@ Two numbers per cut-off K, averaged over queries:
   is enough to carry the answer);
 - Precision@K: the share of the top K that is relevant (what a K-shot prompt actually contains).
 
+With ``pooled_baseline``, each mode gets a second row, ``"<mode> pooled"``: the first stage alone
+(pooled cosine, no MaxSim), to see what late interaction adds over one vector per item.
+
 Leaves out: the index (``hybrid.py``), plots (``kbvqa.viz.retrieval``), any model call.
 """
 from __future__ import annotations
@@ -48,7 +51,8 @@ def precision_at_k(retrieved: Sequence[str], gold: set[str], k: int) -> float:
 
 @dataclass
 class RetrievalEvaluation:
-    """``scores[mode][relevance]["R@K" | "P@K"]``, plus what produced them (for tables and figures)."""
+    """``scores[row][relevance]["R@K" | "P@K"]`` (a row is a mode, or "<mode> pooled"), plus what
+    produced them (for tables and figures)."""
 
     scores: dict
     ks: tuple[int, ...]
@@ -61,9 +65,10 @@ class RetrievalEvaluation:
     def table(self, relevance: str = "answer") -> str:
         """A plain-text table: one row per mode, Recall@K then Precision@K columns."""
         cols = [f"R@{k}" for k in self.ks] + [f"P@{k}" for k in self.ks]
-        lines = [f"{'mode':<8}" + "".join(f"{c:>7}" for c in cols)]
-        for mode, by_rel in self.scores.items():
-            lines.append(f"{mode:<8}" + "".join(f"{by_rel[relevance][c]:>7.3f}" for c in cols))
+        width = max(8, *(len(row) + 1 for row in self.scores))
+        lines = [f"{'mode':<{width}}" + "".join(f"{c:>7}" for c in cols)]
+        for row, by_rel in self.scores.items():
+            lines.append(f"{row:<{width}}" + "".join(f"{by_rel[relevance][c]:>7.3f}" for c in cols))
         return "\n".join(lines)
 
 
@@ -80,8 +85,10 @@ def score_results(results: Sequence[SearchResult], golds: Sequence[set[str]], ks
 
 def evaluate_rcts_retrieval(world, encoders, modes: Sequence[str] = MODES, ks: Sequence[int] = DEFAULT_KS,
                             n: int | None = None, first_stage: int = 64,
-                            kb_encoded: EncodedItems | None = None) -> RetrievalEvaluation:
-    """Recall@K and Precision@K of ``world.mc_test[:n]`` against ``world.mc_kb`` in each mode.
+                            kb_encoded: EncodedItems | None = None,
+                            pooled_baseline: bool = False) -> RetrievalEvaluation:
+    """Recall@K and Precision@K of ``world.mc_test[:n]`` against ``world.mc_kb`` in each mode (and,
+    with ``pooled_baseline``, of the first stage alone, rows "<mode> pooled").
     ``kb_encoded`` (from ``encode_items(encoders, world.mc_kb)``) skips re-encoding the knowledge
     base when a caller already has it."""
     ks = tuple(sorted(set(ks)))
@@ -98,8 +105,11 @@ def evaluate_rcts_retrieval(world, encoders, modes: Sequence[str] = MODES, ks: S
     q_encoded = encode_items(encoders, queries)
     golds = {rel: [relevant_ids(q, kb, rel) for q in queries] for rel in RELEVANCE}
     scores, results = {}, {}
-    for mode in modes:
-        index = HybridIndex(kb_encoded, HybridConfig(mode=mode, first_stage=first_stage))
-        results[mode] = index.search_encoded(q_encoded, k=max(ks))
-        scores[mode] = {rel: score_results(results[mode], golds[rel], ks) for rel in RELEVANCE}
+    rows = [(mode, mode, True) for mode in modes]
+    rows += [(f"{mode} pooled", mode, False) for mode in modes] if pooled_baseline else []
+    for row, mode, rescore in rows:
+        config = HybridConfig(mode=mode, first_stage=max(first_stage, 1) if not rescore else first_stage,
+                              rescore=rescore)
+        results[row] = HybridIndex(kb_encoded, config).search_encoded(q_encoded, k=max(ks))
+        scores[row] = {rel: score_results(results[row], golds[rel], ks) for rel in RELEVANCE}
     return RetrievalEvaluation(scores, ks, len(queries), len(kb), first_stage, results, [q.id for q in queries])
