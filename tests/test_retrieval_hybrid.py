@@ -147,6 +147,18 @@ def test_encode_items_dedups_texts_and_handles_items_without_image():
     assert [len(t) for t in encoded.tokens("hybrid")] == [4, 5, 4, 3, 2]
 
 
+def test_one_pass_encoding_equals_the_public_encoder_api(small_toy):
+    world, enc = small_toy
+    items = world.mc_kb[:6]
+    fast = encode_items(enc, items)                     # one forward pass per modality
+    texts, images = [e.question for e in items], [e.image for e in items]
+    for got, want in ((fast.text_tokens, enc.encode_text(texts)), (fast.image_tokens, enc.encode_image(images))):
+        assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(got, want))
+    assert torch.allclose(fast.text_pooled, enc.pooled(texts=texts), atol=1e-5)
+    assert torch.allclose(fast.image_pooled, enc.pooled(images=images), atol=1e-5)
+    assert torch.allclose(fast.pooled("hybrid"), enc.pooled(texts=texts, images=images), atol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def small_toy():
     from kbvqa.data import get_world
