@@ -1,0 +1,97 @@
+"""Helpers of the ReAG chapters 22-23 (``kbvqa.rl.chapters``): trace prompts, teacher traces, the
+relevance reading of a trace, GRPO prompts and the figures (closed, returned, with the right data)."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from kbvqa.parsers import parse_think_answer  # noqa: E402
+from kbvqa.rl import GRPOResult, SFTResult, cold_start_examples  # noqa: E402
+from kbvqa.rl.chapters import (  # noqa: E402
+    grpo_prompts,
+    load_trace_writer,
+    plot_grpo_curves,
+    plot_group_advantages,
+    plot_sft_curves,
+    stated_relevance,
+    trace_writer_prompt,
+    write_traces,
+)
+
+
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data import get_world
+
+    return get_world(0)
+
+
+def _text(chat):
+    return "\n".join(p["text"] for turn in chat for p in turn["content"] if p.get("type") == "text")
+
+
+def test_trace_prompt_holds_the_tuple_and_the_relevance_label(world):
+    q = world.kbvqa_train[5]
+    passage = world.passage(q.evidence_ids[0])
+    text = _text(trace_writer_prompt(world, q, passage, False, "I don't know"))
+    assert q.question in text and passage.text in text and "**Irrelevant**" in text
+    assert "I don't know" in text and "{example_" not in text
+    relevant = _text(trace_writer_prompt(world, q, passage, True, q.answers[0]))
+    assert "Retrieved **Relevant** Passage: " + passage.text in relevant
+
+
+class FakeTeacher:
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def generate(self, prompts, n=1, **kwargs):
+        assert n == 1 and len(prompts) == len(self.outputs)
+        return [[o] for o in self.outputs]
+
+
+def test_write_traces_keeps_answers_and_falls_back_to_the_template(world):
+    examples = cold_start_examples(world, 3, seed=1)
+    teacher = FakeTeacher(["<think>It is a kibek.</think><answer>wrong</answer>", "no tags at all", ""])
+    out = write_traces(teacher, world, examples)
+    assert [e.meta["trace_source"] for e in out] == ["teacher", "template", "template"]
+    assert parse_think_answer(out[0].completion).think == "It is a kibek."
+    for old, new in zip(examples, out):
+        assert parse_think_answer(new.completion).answer == parse_think_answer(old.completion).answer
+    assert out[1].completion == examples[1].completion
+
+
+def test_stated_relevance_on_any_string():
+    assert stated_relevance("<think>The passage is relevant: x</think><answer>a</answer>") == "relevant"
+    assert stated_relevance("<think>so it is not relevant.</think><answer>a</answer>") == "irrelevant"
+    assert stated_relevance("<think>nothing</think>") == "unstated"
+    assert stated_relevance("") == "unstated" and stated_relevance(None) == "unstated"
+
+
+def test_cpu_profile_has_no_trace_writer_and_prompts_carry_the_evidence(world):
+    from kbvqa.config import get_profile
+
+    if get_profile().is_gpu:
+        pytest.skip("cpu profile only")
+    assert load_trace_writer() is None
+    q = world.kbvqa_test[0]
+    (chat,) = grpo_prompts(world, [q])
+    assert world.passage(q.evidence_ids[0]).text in _text(chat) and q.question in _text(chat)
+
+
+def test_figures_are_closed_and_plot_the_curves():
+    import matplotlib.pyplot as plt
+
+    sft = SFTResult(steps=[0, 1, 2], loss=[1.0, 0.8, 0.5], answer_loss=[0.5, 0.4, 0.2],
+                    trace_loss=[3.0, 2.5, 1.7], lr=[1e-4] * 3)
+    grpo = GRPOResult(accuracy_reward=[0.1, 0.3, 0.2], format_reward=[0.5, 0.9, 1.0],
+                      zero_spread_groups=[0.5, 0.0, 0.25])
+    figs = [plot_sft_curves(sft), plot_grpo_curves(grpo, window=2),
+            plot_group_advantages([1, 0, 0, 0, 1, 1, 1, 1], [1.5, -0.5, -0.5, -0.5, 0, 0, 0, 0], 4)]
+    assert not plt.get_fignums()
+    ys = [list(line.get_ydata()) for line in figs[0].axes[0].lines]
+    assert [3.0, 2.5, 1.7] in ys and [0.5, 0.4, 0.2] in ys
+    assert list(figs[1].axes[0].lines[0].get_ydata()) == [0.1, 0.3, 0.2]
+    with pytest.raises(ValueError):
+        plot_sft_curves(SFTResult())
+    with pytest.raises(ValueError):
+        plot_grpo_curves(GRPOResult())
