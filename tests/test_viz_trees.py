@@ -133,6 +133,8 @@ def test_frame_selection():
 def test_example_label():
     toy = {"answers": ["C"], "meta": {"template_id": "nest", "key_value": "dots"}}
     assert example_label(toy) == "nest dots\n-> C"
+    toy["meta"]["answer_text"] = "among the reeds of the marsh"
+    assert example_label(toy) == "nest dots\n-> among the reeds of th…"
     assert example_label({"question": "x" * 50, "answers": ["B"]}).endswith("…\n-> B")
     assert example_label(None) == "" and example_label("kb-7") == "kb-7"
 
@@ -141,8 +143,12 @@ def test_widget_or_fallback():
     root, _ = build()
     from kbvqa.viz.trees_player import rcts_tree_widget
 
-    box = rcts_tree_widget(tree_to_records(root))
-    assert box is not None
+    box = rcts_tree_widget(tree_to_records(root), dpi=30)
+    slider, image = box.children
+    assert slider.value == len(PATHS) - 1 and image.value[:4] == b"\x89PNG"
+    before = image.value
+    slider.value = 0                                  # moving the slider redraws the tree
+    assert image.value != before
 
 
 class _LetterVLM:

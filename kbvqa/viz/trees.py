@@ -65,8 +65,9 @@ def tree_layout(parents: Mapping) -> dict:
 
 
 def example_label(example, max_chars: int = 22) -> str:
-    """A short text for an in-context example: the toy world's ``rule key -> answer``, otherwise the
-    start of the question and the answer. Works on a ``Query``/``KBExample``, a dict or an id."""
+    """A short text for an in-context example: the toy world's ``template key value -> answer text``
+    (the text, not the letter: options are shuffled per question), otherwise the start of the
+    question and the answer. Works on a ``Query``/``KBExample``, a dict or an id."""
     if example is None:
         return ""
     if isinstance(example, (str, int)):
@@ -76,7 +77,9 @@ def example_label(example, max_chars: int = 22) -> str:
     answers = get("answers") or []
     answer = answers[0] if answers else "?"
     if "key_value" in meta and "template_id" in meta:
-        return f"{meta['template_id']} {meta['key_value']}\n-> {answer}"[: 2 * max_chars]
+        text = str(meta.get("answer_text") or answer)
+        text = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+        return f"{meta['template_id']} {meta['key_value']}\n-> {text}"
     question = str(get("question") or get("id") or "")
     short = question if len(question) <= max_chars else question[: max_chars - 1] + "…"
     return f"{short}\n-> {answer}"

@@ -7,8 +7,8 @@ Both step through the rollouts of one search by calling ``draw_rcts_tree(records
   including the last) and returns an ``IPython.display.HTML`` with the frames and a range slider
   whose inline ``oninput`` shows one frame. It needs no kernel, so it works in the built book's
   HTML; at the default size a frame is ~30-60 kB, so ten frames stay well under 1 MB.
-- ``rcts_tree_widget``: an ``ipywidgets`` slider that redraws live in Jupyter/Colab. Without
-  ipywidgets it says so and returns the HTML slider instead.
+- ``rcts_tree_widget``: an ``ipywidgets`` slider that redraws live into an ``Image`` widget in
+  Jupyter/Colab. Without ipywidgets it says so and returns the HTML slider instead.
 
 ``frame_rollouts`` (which rollouts become frames) is pure and tested. Leaves out: the drawing.
 """
@@ -85,28 +85,26 @@ def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: int = 60, tit
     return HTML(frames_html(frames, labels, title or "drag the slider to step through the rollouts"))
 
 
-def rcts_tree_widget(tree_records, **draw_kwargs):
-    """A live ``ipywidgets`` slider over the rollouts (Jupyter/Colab); without ipywidgets, the
-    kernel-free HTML slider of ``rcts_tree_html``."""
+def rcts_tree_widget(tree_records, dpi: int = 70, **draw_kwargs):
+    """A live ``ipywidgets`` slider over the rollouts (Jupyter/Colab): moving it redraws the tree into
+    an ``Image`` widget. Without ipywidgets, the kernel-free HTML slider of ``rcts_tree_html``."""
     try:
         import ipywidgets as widgets
     except ImportError:
         print("ipywidgets is not installed: showing the pre-rendered slider instead")
-        return rcts_tree_html(tree_records, **draw_kwargs)
-    from IPython.display import display
+        return rcts_tree_html(tree_records, dpi=dpi, **draw_kwargs)
 
     view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
     last = len(view.rollouts) - 1
-    slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
-                               readout_format="d", continuous_update=False)
-    out = widgets.Output()
     draw_kwargs.setdefault("thumbnails", {})
 
-    def redraw(change=None):
-        with out:
-            out.clear_output(wait=True)
-            display(draw_rcts_tree(view, upto_rollout=slider.value, **draw_kwargs))
+    def png(upto: int) -> bytes:
+        buffer = io.BytesIO()
+        draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs).savefig(buffer, format="png", dpi=dpi)
+        return buffer.getvalue()
 
-    slider.observe(redraw, names="value")
-    redraw()
-    return widgets.VBox([slider, out])
+    slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
+                               readout_format="d", continuous_update=False)
+    image = widgets.Image(value=png(last), format="png")
+    slider.observe(lambda change: setattr(image, "value", png(change["new"])), names="value")
+    return widgets.VBox([slider, image])
