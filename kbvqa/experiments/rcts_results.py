@@ -4,7 +4,8 @@
 ``rcts_runs.GROUPS``, one row per table line: n, accuracy with its Wilson interval, the paper's
 number (``rcts_paper.paper_rows``: Tab. 2 ScienceQA / Qwen2-VL-2B for ``main``, Tab. 4 and Tab. 5
 ScienceQA / Qwen2-VL-7B for ``ablation`` and ``alpha``; Fig. 5b has no printed values), model
-calls and completions per question, seconds per question and the early-stop rate. All rows of a
+calls and completions per question (a baseline's batched call is shared by its questions, so it
+counts fractionally), seconds per question and the early-stop rate. All rows of a
 group are computed on the questions every run of the group answered, so they compare pairwise.
 It adds the paired bootstrap of RCTS minus Vanilla-RAG and the reward diagnostics (do rewards
 separate correct from wrong branches?), writes ``results.json`` and ``results.csv`` and returns the
@@ -55,6 +56,8 @@ def _row(name: str, run: str, records: list[dict], kind: str, correct: list[bool
 
 
 def _group(group: str, runs: dict[str, list[dict]]) -> list[dict]:
+    from kbvqa.search.rcts import RCTSConfig
+
     present = {row: run for row, run in GROUPS[group].items() if runs.get(run)}
     if not present:
         return []
@@ -64,7 +67,8 @@ def _group(group: str, runs: dict[str, list[dict]]) -> list[dict]:
         records = sorted((r for r in runs[run] if r["id"] in common), key=lambda r: r["id"])
         if group == "rollouts":
             p = int(row.split("=")[1])
-            correct = [answer_after(r["tree"], p) == r["gold"] for r in records]
+            cfg = RCTSConfig(**dict(ROWS[run].rcts))     # the run's backup and final-choice rules
+            correct = [answer_after(r["tree"], p, cfg.backprop, cfg.final) == r["gold"] for r in records]
             # without early stop every rollout costs the same calls: scale the full run's cost
             scaled = [{**r, "calls": r["calls"] * min(p, len(r["rollouts"])) / max(len(r["rollouts"]), 1),
                        "seconds": r["seconds"] * min(p, len(r["rollouts"])) / max(len(r["rollouts"]), 1)}
@@ -104,7 +108,9 @@ def summarise(out, limits: dict | None = None, provenance: dict | None = None,
     results = {"paper_key": PAPER_KEY, "paper_source": PAPER_SOURCE, "limits": limits or {},
                "provenance": provenance or {}, "tables": tables,
                "rcts_minus_vanilla_rag": _paired(runs, "rcts", "vanilla_rag"),
-               "reward_diagnostics": reward_diagnostics(runs), "retrieval": diagnostics or {}}
+               "reward_diagnostics": reward_diagnostics(runs), "retrieval": diagnostics or {},
+               # seconds spent on each run's records, over every (resumed) invocation
+               "compute_seconds": {name: round(sum(r["seconds"] for r in recs), 1) for name, recs in runs.items()}}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1))
