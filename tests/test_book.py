@@ -14,7 +14,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 # Figures each chapter's cells draw (a lower bound: a missing plot fails the build check).
-MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "12_rcts_uct_bandits": 3}
+MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_rcts_reasoning_contexts": 2, "12_rcts_uct_bandits": 3,
+               "11_rcts_hybrid_retrieval": 5, "13_rcts_mcts_hr": 1,
+               "14_rcts_experiments": 4}
 
 
 def _toc_files():
