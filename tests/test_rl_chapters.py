@@ -58,6 +58,9 @@ def test_write_traces_keeps_answers_and_falls_back_to_the_template(world):
     for old, new in zip(examples, out):
         assert parse_think_answer(new.completion).answer == parse_think_answer(old.completion).answer
     assert out[1].completion == examples[1].completion
+    kept = write_traces(None, world, examples)
+    assert [e.completion for e in kept] == [e.completion for e in examples]
+    assert {e.meta["trace_source"] for e in kept} == {"template"}
 
 
 def test_stated_relevance_on_any_string():

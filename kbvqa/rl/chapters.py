@@ -68,9 +68,13 @@ def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, c
 
 def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: int = 256,
                  seed: int = 0, batch_size: int = 8) -> list[Example]:
-    """Cold-start examples whose traces the ``teacher`` VLM wrote (greedy); the answers are kept."""
+    """Cold-start examples whose traces the ``teacher`` VLM wrote (greedy); the answers are kept.
+    ``teacher=None`` (cpu profile) keeps the templated traces."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
+    if teacher is None:
+        return [Example(e.prompt, e.completion, e.task, meta={**e.meta, "trace_source": "template"})
+                for e in examples]
     by_id = {q.id: q for q in world.kbvqa_train}
     chats, answers = [], []
     for ex in examples:
