@@ -10,8 +10,8 @@ from kbvqa.rl import GRPOResult, SFTResult, cold_start_examples  # noqa: E402
 from kbvqa.rl.chapters import (  # noqa: E402
     grpo_prompts,
     load_trace_writer,
-    plot_grpo_curves,
     plot_group_advantages,
+    plot_grpo_curves,
     plot_sft_curves,
     stated_relevance,
     trace_writer_prompt,

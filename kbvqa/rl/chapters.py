@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from kbvqa.data.schema import Query
-from kbvqa.models.pretrain_tasks import Example, UNKNOWN, kbvqa_answer_text, kbvqa_prompt
+from kbvqa.models.pretrain_tasks import UNKNOWN, Example, kbvqa_answer_text, kbvqa_prompt
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts import render_chat
 from kbvqa.rl.cold_start import cold_start_trace
