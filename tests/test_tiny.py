@@ -173,15 +173,30 @@ def test_scorers():
     assert parse_winner("<think>x</think><winner>3</winner>") == "3" and parse_winner("4") is None
 
 
-def test_shipped_checkpoint_recipe_is_the_default_config():
-    """``python -m kbvqa.models.tiny`` with no --config retrains the shipped checkpoint's recipe."""
+def test_shipped_checkpoint_follows_the_two_stage_recipe():
+    """``python -m kbvqa.models.tiny_recipe --stage 1`` then ``--stage 2`` retrains the shipped
+    checkpoint: its config is stage 2's, and the stage it started from used stage 1's."""
     import dataclasses
 
     from kbvqa.config import DATA_DIR
+    from kbvqa.models.tiny_recipe import stage_config
 
     path = DATA_DIR / "tiny_vlm" / "curves.json"
     if not path.exists():
         pytest.skip("no shipped tiny checkpoint")
-    shipped = json.loads(path.read_text())["config"]
-    default = dataclasses.asdict(TinyTrainConfig())
-    assert {k: v for k, v in shipped.items() if k != "minutes"} == {k: v for k, v in default.items() if k != "minutes"}
+    state = json.loads(path.read_text())
+
+    def strip(config):
+        return {k: v for k, v in config.items() if k not in ("minutes", "init_from")}
+
+    assert strip(state["config"]) == strip(dataclasses.asdict(stage_config(2)))
+    assert strip(state["previous_stages"][0]["config"]) == strip(dataclasses.asdict(stage_config(1)))
+    assert state["previous_stages"][0]["steps_done"] == stage_config(1).steps
+    assert state["steps_done"] == stage_config(2).steps
+
+
+def test_recipe_rejects_unknown_stage():
+    from kbvqa.models.tiny_recipe import stage_config
+
+    with pytest.raises(ValueError):
+        stage_config(3)
