@@ -22,13 +22,12 @@ import datetime
 import hashlib
 import json
 import math
-import subprocess
 import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR, REPO_ROOT, get_profile, seed_everything
+from kbvqa.config import DATA_DIR, get_profile, seed_everything
 from kbvqa.data.schema import option_letters
 from kbvqa.parsers import parse_rcts_answer
 from kbvqa.reasoning import ReasoningContextConfig, build_reasoning_kb
@@ -46,11 +45,9 @@ SOURCES = ("no context", "first candidate (no check)", "chosen by self-consisten
 
 
 def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    from kbvqa.models.model_card import git_commit
+
+    return git_commit()
 
 
 def _weights_sha256(profile) -> str:

@@ -35,8 +35,24 @@ def _means(means) -> np.ndarray:
     return arr
 
 
+class _Arms:
+    """What every bandit shares: its arms' expected rewards ``means``."""
+
+    @property
+    def n_arms(self) -> int:
+        return len(self.means)
+
+    @property
+    def best_mean(self) -> float:
+        return max(self.means)
+
+    def check_arm(self, arm: int) -> None:
+        if not 0 <= arm < self.n_arms:
+            raise ValueError(f"arm {arm} out of range 0..{self.n_arms - 1}")
+
+
 @dataclass(frozen=True)
-class BernoulliBandit:
+class BernoulliBandit(_Arms):
     """Arm ``a`` pays 1 with probability ``means[a]`` and 0 otherwise."""
 
     means: tuple  # success probability of each arm, each in [0, 1]
@@ -47,22 +63,13 @@ class BernoulliBandit:
             raise ValueError(f"Bernoulli means must lie in [0, 1], got {self.means!r}")
         object.__setattr__(self, "means", tuple(float(m) for m in arr))
 
-    @property
-    def n_arms(self) -> int:
-        return len(self.means)
-
-    @property
-    def best_mean(self) -> float:
-        return max(self.means)
-
     def pull(self, arm: int, rng: np.random.Generator) -> float:
-        if not 0 <= arm < self.n_arms:
-            raise ValueError(f"arm {arm} out of range 0..{self.n_arms - 1}")
+        self.check_arm(arm)
         return float(rng.random() < self.means[arm])
 
 
 @dataclass(frozen=True)
-class GaussianBandit:
+class GaussianBandit(_Arms):
     """Arm ``a`` pays a draw from ``Normal(means[a], sigma**2)``."""
 
     means: tuple        # expected reward of each arm
@@ -73,17 +80,8 @@ class GaussianBandit:
         if not (np.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be > 0, got {self.sigma}")
 
-    @property
-    def n_arms(self) -> int:
-        return len(self.means)
-
-    @property
-    def best_mean(self) -> float:
-        return max(self.means)
-
     def pull(self, arm: int, rng: np.random.Generator) -> float:
-        if not 0 <= arm < self.n_arms:
-            raise ValueError(f"arm {arm} out of range 0..{self.n_arms - 1}")
+        self.check_arm(arm)
         return float(rng.normal(self.means[arm], self.sigma))
 
 
