@@ -1,0 +1,174 @@
+"""SeRTS (Alg. 1) and self-reflection (Alg. 2) with a FAKE model: call counts, spent simulations, early
+stop at 5, UCB / greedy / random selection, the observation given to the proposer, repeated queries,
+outputs without <query> or <score>, empty BM25 results, batching over questions, determinism, config
+errors; then the evaluation helpers and one short run with the shipped tiny model."""
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from kbvqa.search.serts import SeRTSConfig, run_self_reflection, run_serts
+from kbvqa.search.serts_prompts import parse_evaluator_output, parse_proposer_output
+
+DOCS = {f"d{i}": f"abstract number {i}" for i in range(40)}
+
+
+def _text(chat) -> str:
+    return " ".join(p.get("text", "") for turn in chat for p in turn["content"])
+
+
+class FakeModel:
+    """Proposer/evaluator stand-in: ``fn(prompt_text, call_index) -> text``; records every batch."""
+
+    def __init__(self, fn):
+        self.fn, self.batches, self.calls = fn, [], 0
+
+    def __call__(self, prompts):
+        self.batches.append([_text(p) for p in prompts])
+        out = []
+        for t in self.batches[-1]:
+            out.append((self.fn(t, self.calls), 3))
+            self.calls += 1
+        return out
+
+
+def counting_proposer():
+    return FakeModel(lambda t, i: f"thinking <query>q{i}</query>")
+
+
+def retriever(mapping=None, log=None):
+    def retrieve(query, k):
+        if log is not None:
+            log.append(query)
+        if mapping is not None:
+            return list(mapping.get(query, []))[:k]
+        n = int(re.sub(r"\D", "", query) or 0)
+        return [f"d{n % 40}", f"d{(n + 1) % 40}"][:k]
+    return retrieve
+
+
+def evaluator_by_query(scores):
+    """Score the graded set by the newest query's document ('abstract number i' -> scores[i])."""
+    def fn(text, i):
+        nums = [int(x) for x in re.findall(r"abstract number (\d+)", text)]
+        return f"fine. <score>{scores.get(nums[-1], 1) if nums else 0}</score>"
+    return FakeModel(fn)
+
+
+def run(cfg, proposer=None, evaluator=None, retrieve=None, questions=("Q?",), reflection=False):
+    proposer = proposer or counting_proposer()
+    evaluator = evaluator or FakeModel(lambda t, i: "ok <score>2</score>")
+    fn = run_self_reflection if reflection else run_serts
+    results = fn(list(questions), proposer, evaluator, retrieve or retriever(), DOCS.get, cfg)
+    return results, proposer, evaluator
+
+
+def test_call_counts_and_tree_shape():
+    (r,), prop, ev = run(SeRTSConfig(sim=12, branching=3, depth=3, c=0.1))
+    assert prop.calls == ev.calls == 12 and r.proposer_calls == 12 and r.evaluator_calls == 12
+    assert len(r.nodes) == 13 and r.simulations == 12 and not r.stopped_early
+    assert len(r.root.children) == 3 and all(len(n.children) <= 3 for n in r.nodes)
+    assert max(n.depth for n in r.nodes) <= 3
+    assert r.root.visits == 12 and r.generated_tokens == 24 * 3   # the fake writes 3 tokens
+    for n in r.nodes[1:]:                                     # backprop: N = 1 + sum of children
+        assert n.visits == 1 + sum(k.visits for k in n.children)
+
+
+def test_spent_simulations_at_max_depth():
+    (r,), prop, _ = run(SeRTSConfig(sim=5, branching=2, depth=1))
+    assert prop.calls == 2 and len(r.nodes) == 3 and r.simulations == 5
+
+
+def test_early_stop_at_five_returns_that_node():
+    ev = FakeModel(lambda t, i: "<score>5</score>" if i == 2 else "<score>3</score>")
+    (r,), prop, _ = run(SeRTSConfig(sim=12), evaluator=ev)
+    assert r.stopped_early and prop.calls == 3 and ev.calls == 3
+    assert r.best is r.nodes[-1] and r.best.score == 5 and r.docs == r.best.context_docs
+    ev4 = FakeModel(lambda t, i: "<score>4</score>")
+    (r4,), _, _ = run(SeRTSConfig(sim=6), evaluator=ev4)
+    assert not r4.stopped_early and r4.best is r4.nodes[1]    # ties: the earliest node
+
+
+@pytest.mark.parametrize("policy,c,expected_parent", [("greedy", 0.1, "q0"), ("ucb", 0.0, "q0"), ("ucb", 1.0, "q1")])
+def test_ucb_selection(policy, c, expected_parent):
+    # b = 2: root -> q0 (score 4), q1 (score 1); q0 is expanded (q2, score 1). Then UCB at the root:
+    # q0: 0.5 + C sqrt(2 ln 3/2), q1: 0.2 + C sqrt(2 ln 3): C = 1 prefers q1, C = 0 keeps q0.
+    assert 0.5 + math.sqrt(2 * math.log(1.5)) < 0.2 + math.sqrt(2 * math.log(3))
+    ev = evaluator_by_query({0: 4, 1: 1, 2: 1, 3: 1, 4: 1})
+    (r,), _, _ = run(SeRTSConfig(sim=4, branching=2, depth=3, c=c, policy=policy), evaluator=ev)
+    assert [n.parent.query for n in r.nodes[3:]] == ["q0", expected_parent]
+
+
+def test_random_policy_is_repeatable_by_seed():
+    def shape(seed):
+        (r,), _, _ = run(SeRTSConfig(sim=12, branching=2, depth=3, policy="random", seed=seed))
+        return [n.parent.id for n in r.nodes[1:]]
+    assert shape(1) == shape(1)
+    assert len({tuple(shape(s)) for s in range(6)}) > 1
+
+
+def test_proposer_sees_ancestors_and_siblings():
+    ev = FakeModel(lambda t, i: f"feedback{i} <score>2</score>")
+    (r,), prop, _ = run(SeRTSConfig(sim=5, branching=3, depth=3, c=0.0), evaluator=ev)
+    second = prop.batches[1][0]                                # root's second child: one sibling
+    assert "q0 Corresponding Feedback: feedback0" in second
+    fourth = prop.batches[3][0]                                # first grandchild: ancestor q0
+    assert "Abstracts: q0" in fourth and "abstract number 0" in fourth
+    node = r.nodes[4]
+    assert node.observation["anc_queries"] == ["q0"] and node.parent is r.nodes[1]
+    assert node.context_docs[:2] == r.nodes[1].docs            # D u O_d^anc, ancestors first
+
+
+def test_repeated_query_reuses_bm25_and_grade():
+    log = []
+    prop = FakeModel(lambda t, i: "<query>same words</query>")
+    (r,), _, ev = run(SeRTSConfig(sim=6), proposer=prop, retrieve=retriever({"same words": ["d1", "d2"]}, log))
+    assert prop.calls == 6 and log == ["same words"] and ev.calls == 1 and r.retriever_calls == 1
+    assert [n.repeated for n in r.nodes[1:]] == [False] + [True] * 5
+    assert all(n.score == 2 for n in r.nodes[1:])
+
+
+def test_missing_query_score_and_empty_results():
+    prop = FakeModel(lambda t, i: "I would search for something")
+    ev = FakeModel(lambda t, i: "looks good")
+    (r,), _, _ = run(SeRTSConfig(sim=2), proposer=prop, evaluator=ev, questions=["Is q7 safe?"])
+    assert all(n.query == "Is q7 safe?" and not n.well_formed for n in r.nodes[1:])
+    assert all(n.score == 0 and not n.score_parsed for n in r.nodes[1:])
+    (r2,), _, _ = run(SeRTSConfig(sim=2, missing_score=2), evaluator=FakeModel(lambda t, i: "<score>9</score>"))
+    assert [n.score for n in r2.nodes[1:]] == [2, 2]
+    (r3,), _, ev3 = run(SeRTSConfig(sim=3), retrieve=retriever({}))
+    assert ev3.calls == 0 and all(n.score == 0 and n.docs == [] for n in r3.nodes[1:]) and r3.docs == []
+
+
+def test_parsers_are_total():
+    for text in ["", "<query></query>", "<score>", "\x00", "<query>Query Here</query>", "<score>x</score>"]:
+        p, e = parse_proposer_output(text, "Q"), parse_evaluator_output(text)
+        assert isinstance(p.query, str) and p.query and 0 <= e.score <= 5
+    assert parse_evaluator_output("good. suggest X <score>4</score>").feedback == "good. suggest X"
+
+
+def test_batched_over_questions_and_deterministic():
+    prop = counting_proposer()
+    results, _, ev = run(SeRTSConfig(sim=4), proposer=prop, questions=["A?", "B?", "C?"])
+    assert [len(b) for b in prop.batches] == [3, 3, 3, 3] and len(ev.batches) == 4
+    assert all(len(r.nodes) == 5 for r in results)
+    again, _, _ = run(SeRTSConfig(sim=4), questions=["A?", "B?", "C?"])
+    assert [[n.query for n in r.nodes] for r in results] == [[n.query for n in r.nodes] for r in again]
+
+
+def test_self_reflection_has_no_siblings_and_chains():
+    (r,), prop, _ = run(SeRTSConfig(sim=7, depth=3), reflection=True)
+    assert all("Corresponding Feedback" not in t for b in prop.batches for t in b)
+    assert [n.depth for n in r.nodes[1:]] == [1, 2, 3, 1, 2, 3, 1]
+    assert "Abstracts: q0" in prop.batches[1][0]
+    (lit,), _, _ = run(SeRTSConfig(sim=4, reflection="root"), reflection=True)
+    assert [n.depth for n in lit.nodes[1:]] == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("kwargs", [{"sim": 0}, {"c": -0.1}, {"policy": "best"}, {"branching": 0},
+                                    {"depth": 0}, {"reflection": "x"}, {"top_k": 0}, {"missing_score": 7}])
+def test_bad_config(kwargs):
+    with pytest.raises(ValueError):
+        SeRTSConfig(**kwargs)
