@@ -1,0 +1,127 @@
+"""PPO of SeRTS (Eq. 2, App. C.4): advantages with the 3.75 baseline, the clipped objective against a
+hand-computed example (token and sequence ratios) and its gradient, config errors, trajectories from a
+search, and a few PPO steps with LoRA on a tiny random model (weights move, repeatable, the rewarded
+query becomes more likely and the punished one less)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kbvqa.models import build_tiny_vlm
+from kbvqa.rl.ppo import (PPOConfig, Trajectory, collect_trajectories, ppo_advantages, ppo_objective,
+                          ppo_step, prepare_ppo_policy)
+
+TEXTS = ["Give one better BM25 query to find abstracts that answer : is zorp safe ? <query> </query>",
+         "zorp fever marsh blick treatment"]
+SIZES = {"hidden_size": 64, "num_layers": 2, "intermediate_size": 128, "vision_width": 32, "vision_depth": 1,
+         "tie_embeddings": False}
+
+
+def test_advantages_use_the_reward_baseline():
+    assert torch.allclose(ppo_advantages([5, 2, 3.75]), torch.tensor([1.25, -1.75, 0.0]))
+    assert torch.allclose(ppo_advantages([5], baseline=0.0, scale=0.2), torch.tensor([1.0]))
+    with pytest.raises(ValueError):
+        ppo_advantages([float("nan")])
+
+
+def _example():
+    lp = torch.log(torch.tensor([[0.5, 0.2], [0.3, 1.0]])).requires_grad_(True)
+    old = torch.log(torch.tensor([[0.4, 0.2], [0.2, 1.0]]))
+    mask = torch.tensor([[True, True], [True, False]])
+    return lp, old, mask, ppo_advantages([5.0, 2.0])            # A = 1.25, -1.75
+
+
+def test_objective_by_hand_token_level_and_gradient():
+    lp, old, mask, adv = _example()
+    # row 0: r = 1.25 clipped to 1.2 (A > 0) -> 1.5; r = 1 -> 1.25. row 1: r = 1.5, A < 0 -> 1.5 * -1.75.
+    objective, ratios = ppo_objective(lp, old, adv, mask, clip_eps=0.2)
+    assert objective.item() == pytest.approx((1.5 + 1.25 - 2.625) / 3, abs=1e-6)
+    assert ratios[0, 0].item() == pytest.approx(1.25) and ratios[1, 0].item() == pytest.approx(1.5)
+    objective.backward()
+    assert lp.grad[0, 0].item() == 0.0                           # clipped: no gradient
+    assert lp.grad[0, 1].item() == pytest.approx(1.25 / 3, abs=1e-6)
+    assert lp.grad[1, 0].item() == pytest.approx(-1.75 * 1.5 / 3, abs=1e-6)
+    assert lp.grad[1, 1].item() == 0.0                           # padding
+
+
+def test_objective_by_hand_sequence_level():
+    lp, old, mask, adv = _example()
+    objective, ratios = ppo_objective(lp, old, adv, mask, clip_eps=0.2, ratio="sequence")
+    assert torch.allclose(ratios, torch.tensor([1.25, 1.5]))
+    assert objective.item() == pytest.approx((1.5 - 2.625) / 2, abs=1e-6)
+    on_policy, _ = ppo_objective(old.clone(), old, adv, mask)    # r = 1: the mean advantage per token
+    assert on_policy.item() == pytest.approx((1.25 * 2 - 1.75) / 3, abs=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{"clip_eps": 0.0}, {"clip_eps": 1.0}, {"ratio": "word"}, {"batch_size": 0},
+                                    {"ppo_epochs": 0}, {"learning_rate": 0.0}])
+def test_bad_config(kwargs):
+    with pytest.raises(ValueError):
+        PPOConfig(**kwargs)
+
+
+def test_objective_shape_errors():
+    lp, old, mask, adv = _example()
+    with pytest.raises(ValueError):
+        ppo_objective(lp, old[:1], adv, mask)
+    with pytest.raises(ValueError):
+        ppo_objective(lp, old, adv[:1], mask)
+
+
+def test_collect_trajectories_from_a_search():
+    from kbvqa.search.serts import SeRTSConfig, run_serts
+
+    def proposer(prompts):
+        return [(f"<query>q{i}</query>", 2) for i in range(len(prompts))]
+
+    def evaluator(prompts):
+        return [("<score>4</score>", 1) for _ in prompts]
+
+    (r,) = run_serts(["Q?"], proposer, evaluator, lambda q, k: ["d1"], lambda d: "text", SeRTSConfig(sim=3))
+    trajectories = collect_trajectories([r])
+    assert len(trajectories) == 3 and all(t.reward == 4.0 and t.action == "<query>q0</query>" for t in trajectories)
+    assert trajectories[0].observation is r.nodes[1].proposer_prompt
+
+
+def _policy(seed=0):
+    torch.set_num_threads(1)
+    vlm = build_tiny_vlm("qwen2_vl", texts=TEXTS, seed=seed, **SIZES)
+    return prepare_ppo_policy(vlm, PPOConfig(learning_rate=3e-3))
+
+
+GOOD, BAD = "<query> zorp fever marsh </query>", "<query> blick </query>"
+PROMPT = "Give one better BM25 query to find abstracts that answer : is zorp safe ?"
+
+
+def _logp(vlm, action):
+    vlm.model.eval()
+    return float(vlm.completion_logprobs([PROMPT], [action], add_eos=True).logprobs.sum())
+
+
+def test_ppo_steps_move_lora_weights_repeatably_and_follow_the_reward():
+    cfg = PPOConfig(learning_rate=3e-3, batch_size=2, mini_batch_size=2, ppo_epochs=2, seed=0)
+    batch = [Trajectory(PROMPT, GOOD, 5.0), Trajectory(PROMPT, BAD, 2.5)]     # A = +1.25, -1.25
+    vlm, opt = _policy()
+    assert vlm.num_parameters(trainable_only=True) < vlm.num_parameters() / 5        # only adapters
+    before = {n: p.detach().clone() for n, p in vlm.model.named_parameters() if p.requires_grad}
+    good0, bad0 = _logp(vlm, GOOD), _logp(vlm, BAD)
+    stats = [ppo_step(vlm, opt, batch, cfg) for _ in range(3)]
+    assert all(math.isfinite(x) for s in stats for x in s.losses) and len(stats[0].losses) == 2
+    assert stats[0].mean_advantage == pytest.approx(0.0)
+    moved = [n for n, p in vlm.model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
+    assert moved and all("lora" in n for n in moved)
+    assert _logp(vlm, GOOD) - _logp(vlm, BAD) > good0 - bad0 + 0.5   # shared tokens move both
+    vlm3, opt3 = _policy()
+    ppo_step(vlm3, opt3, [Trajectory(PROMPT, GOOD, 5.0)], cfg)
+    assert _logp(vlm3, GOOD) > good0                                  # same init: seed 0
+    vlm2, opt2 = _policy()
+    again = [ppo_step(vlm2, opt2, batch, cfg) for _ in range(3)]
+    assert [s.losses for s in again] == [s.losses for s in stats]
+
+
+def test_ppo_step_needs_trajectories():
+    vlm, opt = _policy()
+    with pytest.raises(ValueError):
+        ppo_step(vlm, opt, [])
