@@ -172,3 +172,63 @@ def test_self_reflection_has_no_siblings_and_chains():
 def test_bad_config(kwargs):
     with pytest.raises(ValueError):
         SeRTSConfig(**kwargs)
+
+
+# --- viewer, evaluation helpers, the tiny model -------------------------------------------------------
+def test_viewer_records_and_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kbvqa.viz.serts import draw_serts_tree, serts_tree_records, short_query
+
+    (r,), _, _ = run(SeRTSConfig(sim=5, branching=2))
+    rows = serts_tree_records(r, gold=["d1"])
+    assert [x["id"] for x in rows] == list(range(6)) and rows[0]["parent"] is None
+    assert sum(x["best"] for x in rows) == 1 and rows[2]["gold_found"] == 1   # q1 retrieves d1, d2
+    fig = draw_serts_tree(r, gold=["d1"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum(t.startswith("R ") for t in texts) == 5 and "q0" in texts and "root" in texts[0]
+    assert short_query("a" * 40, 10) == "a" * 9 + "…" and short_query(None) == ""
+
+
+def test_evaluation_helpers():
+    from kbvqa.search.serts_eval import answer_rouge, mean_and_spread, retrieval_scores, token_counts, write_answers
+
+    s = retrieval_scores([["a", "b"], []], [["a"], ["c"]])
+    assert s == {"precision": 0.25, "recall": 0.5, "f1": pytest.approx(1 / 3), "hit": 0.5}
+    answers, tokens = write_answers(FakeModel(lambda t, i: "the drug works in adults"), ["Q?"], [["d1"]], DOCS.get)
+    assert answers == ["the drug works in adults"] and tokens == 3
+    perfect, other = answer_rouge(answers, answers), answer_rouge(answers, ["nothing shared here"])
+    assert perfect["rouge2_f"] == pytest.approx(1.0) and other["rouge2_f"] == 0.0 and perfect["rougesu4_f"] > 0.9
+    results, _, _ = run(SeRTSConfig(sim=3), questions=["A?", "B?"])
+    assert token_counts(results)["generated_tokens"] == 2 * 6 * 3
+    assert mean_and_spread([{"x": 1.0}, {"x": 3.0}]) == {"x": (2.0, 2.0)}
+
+
+def test_tiny_model_search_on_toy_literature_is_repeatable():
+    import torch
+
+    from kbvqa.config import get_profile
+    from kbvqa.data.toyworld import get_world
+    from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.models.pretrain_mc_lit import lit_question_split
+    from kbvqa.search.serts_eval import toy_literature_task
+    from kbvqa.search.serts_prompts import vlm_generator
+
+    torch.set_num_threads(1)
+    try:
+        vlm = load_vlm(profile=get_profile("cpu"))
+    except (FileNotFoundError, OSError) as err:   # the shipped checkpoint is missing
+        pytest.skip(f"no tiny checkpoint: {err}")
+    world = get_world(0)
+    questions = [q.question for q in lit_question_split(world)[1][:2]]
+    retrieve, doc_text = toy_literature_task(world)
+
+    def once():
+        gen = vlm_generator(vlm, max_new_tokens=40, seed=3)
+        return run_serts(questions, gen, gen, retrieve, doc_text, SeRTSConfig(sim=3, max_prompt_abstracts=3))
+
+    a, b = once(), once()
+    assert [[n.query for n in r.nodes] for r in a] == [[n.query for n in r.nodes] for r in b]
+    assert all(1 <= len(r.nodes) - 1 <= 3 and r.proposer_tokens > 0 for r in a)
+    assert all(n.query for r in a for n in r.nodes[1:])

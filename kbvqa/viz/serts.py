@@ -1,0 +1,89 @@
+"""The SeRTS query tree as a picture: queries on the edges, rubric scores and visits on the nodes.
+
+``draw_serts_tree(result)`` draws a ``SeRTSResult`` (``kbvqa.search.serts``): each node shows its
+0..5 score R_i (colour: red 0 -> green 5), visits N and mean backed-up value; the edge into a node
+carries its query A_i (shortened; "*" marks a repeated query, "?" a proposal without a
+``<query>`` tag that fell back to the question). The path to the best node is drawn thick; with
+``gold`` (the gold document ids) each node also shows how many of them D u O_d^anc holds.
+``serts_tree_records`` is the same information as plain rows (for a table or a test).
+
+Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents centred).
+Leaves out: the search, animation (the RCTS player in ``trees_player`` is not reused here).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kbvqa.viz.trees import tree_layout
+
+__all__ = ["draw_serts_tree", "serts_tree_records", "short_query"]
+
+
+def short_query(query: str | None, max_chars: int = 28) -> str:
+    """A query cut to ``max_chars`` with an ellipsis ("" for the root)."""
+    if not query:
+        return ""
+    query = " ".join(str(query).split())
+    return query if len(query) <= max_chars else query[: max_chars - 1] + "…"
+
+
+def serts_tree_records(result, gold: Iterable[str] | None = None) -> list[dict]:
+    """One row per node in creation order: id, parent, depth, query, score, N, mean value, flags."""
+    gold_set = set(gold) if gold is not None else None
+    rows = []
+    for n in result.nodes:
+        row = {"id": n.id, "parent": n.parent.id if n.parent is not None else None, "depth": n.depth,
+               "query": n.query, "score": n.score, "visits": n.visits, "mean_value": round(n.mean_value, 4),
+               "docs": len(n.context_docs), "repeated": n.repeated, "well_formed": n.well_formed,
+               "best": n is result.best}
+        if gold_set is not None:
+            row["gold_found"] = sum(d in gold_set for d in n.context_docs)
+        rows.append(row)
+    return rows
+
+
+def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_query_chars: int = 28,
+                    title: str | None = None):
+    """Draw the tree into ``ax`` (or a new figure, closed so notebooks show it once) and return the figure."""
+    import matplotlib.pyplot as plt
+
+    rows = serts_tree_records(result, gold)
+    positions = tree_layout({r["id"]: r["parent"] for r in rows})
+    by_id = {n.id: n for n in result.nodes}
+    best_path = {n.id for n in result.best.path()}
+    cmap = plt.get_cmap("RdYlGn")
+    if ax is None:
+        width = max(4.0, 1.5 * (1 + max(x for x, _ in positions.values())))
+        fig, ax = plt.subplots(figsize=(min(width, 18.0), 1.6 + 1.5 * max(r["depth"] for r in rows)))
+        plt.close(fig)
+    fig = ax.figure
+    for r in rows:
+        x, y = positions[r["id"]]
+        if r["parent"] is not None:
+            px, py = positions[r["parent"]]
+            on_path = r["id"] in best_path
+            ax.plot([px, x], [py, y], color="#c0392b" if on_path else "#888888", lw=2.2 if on_path else 0.8,
+                    zorder=1)
+            mark = ("*" if r["repeated"] else "") + ("" if r["well_formed"] else "?")
+            ax.text((px + x) / 2, (py + y) / 2, short_query(r["query"], max_query_chars) + mark, fontsize=6,
+                    ha="center", va="center", rotation=0, zorder=3, color="#1f3b73",
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
+        score = r["score"]
+        colour = cmap(score / 5) if score is not None else (0.9, 0.9, 0.9, 1.0)
+        text = "root" if score is None else f"R {score}"
+        text += f"\nN {r['visits']}  V {r['mean_value']:.2f}"
+        if "gold_found" in r:
+            text += f"\ngold {r['gold_found']}"
+        ax.text(x, y, text, ha="center", va="center", fontsize=6.5, zorder=4,
+                bbox=dict(boxstyle="round,pad=0.3", fc=colour,
+                          ec="#c0392b" if r["id"] in best_path else "#555555",
+                          lw=2.0 if by_id[r["id"]] is result.best else 0.6))
+    xs = [p[0] for p in positions.values()]
+    ys = [p[1] for p in positions.values()]
+    ax.set_xlim(min(xs) - 0.8, max(xs) + 0.8)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.axis("off")
+    head = title if title is not None else short_query(result.question, 70)
+    ax.set_title(f"{head}\nbest R = {result.best.score}  sims = {result.simulations}"
+                 + ("  (stopped at 5)" if result.stopped_early else ""), fontsize=8)
+    return fig
