@@ -10,8 +10,15 @@ import pytest
 import torch
 
 from kbvqa.models import build_tiny_vlm
-from kbvqa.rl.ppo import (PPOConfig, Trajectory, collect_trajectories, ppo_advantages, ppo_objective,
-                          ppo_step, prepare_ppo_policy)
+from kbvqa.rl.ppo import (
+    PPOConfig,
+    Trajectory,
+    collect_trajectories,
+    ppo_advantages,
+    ppo_objective,
+    ppo_step,
+    prepare_ppo_policy,
+)
 
 TEXTS = ["Give one better BM25 query to find abstracts that answer : is zorp safe ? <query> </query>",
          "zorp fever marsh blick treatment"]

@@ -139,7 +139,7 @@ def ppo_step(vlm, optimizer, trajectories: Sequence[Trajectory], cfg: PPOConfig 
     vlm.model.train()
     params = [p for p in vlm.model.parameters() if p.requires_grad]
     losses, ratios, clipped = [], [], []
-    for epoch in range(cfg.ppo_epochs):
+    for _ in range(cfg.ppo_epochs):
         ratios, clipped = [], []
         for start in range(0, len(batch), cfg.mini_batch_size):
             idx = range(start, min(start + cfg.mini_batch_size, len(batch)))

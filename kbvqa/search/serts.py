@@ -40,8 +40,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kbvqa.search.serts_prompts import (Generator, evaluator_prompt, parse_evaluator_output,
-                                        parse_proposer_output, proposer_prompt)
+from kbvqa.search.serts_prompts import (
+    Generator,
+    evaluator_prompt,
+    parse_evaluator_output,
+    parse_proposer_output,
+    proposer_prompt,
+)
 from kbvqa.search.uct import select_index, uct_score
 
 __all__ = ["POLICIES", "REFLECTION_MODES", "SeRTSConfig", "SeRTSNode", "SeRTSResult", "run_search",

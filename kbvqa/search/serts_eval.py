@@ -85,11 +85,12 @@ def _method_row(name, docs, queries, gold, refs, answerer, doc_text, short, resu
     return row
 
 
-def compare_methods(vlm, queries, retrieve, doc_text, cfg: SeRTSConfig = SeRTSConfig(),
+def compare_methods(vlm, queries, retrieve, doc_text, cfg: SeRTSConfig | None = None,
                     seeds: Sequence[int] = (42, 43, 44), sims: Sequence[int] = (6, 12), answers: bool = True,
                     max_new_tokens: int = 64, temperature: float = 0.7, methods=("reflection", "serts")) -> list[dict]:
     """Tab. 3/4/9 analogue: one row per (method, Sim, seed) for ``queries`` (``Query`` with
     ``gold_doc_ids`` and ``solution``); BM25 (the question as query) once per seed for its answers."""
+    cfg = cfg or SeRTSConfig()
     gold = [list(q.gold_doc_ids) for q in queries]
     refs = [q.solution for q in queries]
     questions = [q.question for q in queries]
