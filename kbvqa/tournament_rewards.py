@@ -103,8 +103,8 @@ def process_reward(output: str | TournamentTranscript, schedule: Sequence[str], 
                    config: MOLTRewardConfig | None = None) -> float:
     """R_proc (Eq. 10) = sum_t v_t (r_step + w_t r_bonus)."""
     cfg = config or MOLTRewardConfig()
-    return sum(v * (cfg.r_step + w * cfg.r_bonus) for v, w in zip(chain_validity(output, schedule),
-                                                                  gt_wins(output, gold_id)))
+    steps = zip(chain_validity(output, schedule), gt_wins(output, gold_id))
+    return float(sum(v * (cfg.r_step + w * cfg.r_bonus) for v, w in steps))
 
 
 def result_reward(output: str | TournamentTranscript, gold_id: str) -> float:
@@ -119,7 +119,7 @@ def molt_reward(output: str | TournamentTranscript, schedule: Sequence[str], gol
     transcript = _transcript(output)
     valid, won = chain_validity(transcript, schedule), gt_wins(transcript, gold_id)
     fmt, res = format_reward(transcript), result_reward(transcript, gold_id)
-    proc = sum(v * (cfg.r_step + w * cfg.r_bonus) for v, w in zip(valid, won))
+    proc = float(sum(v * (cfg.r_step + w * cfg.r_bonus) for v, w in zip(valid, won)))
     total = cfg.lambda_fmt * fmt + cfg.lambda_proc * proc + cfg.lambda_res * res
     return MOLTReward(fmt, proc, res, total, tuple(valid), tuple(won))
 

@@ -1,0 +1,111 @@
+"""MOLT's training data and RL plumbing (kbvqa.tournament_sft, kbvqa.tournament_grpo): SFT
+examples as §3.2.1 builds them (positive wins wherever it plays, shuffled candidates, random ids,
+four rounds), the forced winner of a model teacher, and one GRPO step whose rewards are Eq. 8."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from kbvqa.parsers import parse_tournament
+from kbvqa.tournament_rewards import molt_reward
+from kbvqa.tournament_sft import SFTDataConfig, build_sft_example, build_sft_set, model_teacher, sft_candidates
+
+
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data import get_world
+
+    return get_world(0)
+
+
+def listed_ids(example) -> list[str]:
+    user = "".join(p.get("text", "") for m in example.prompt if m["role"] == "user" for p in m["content"])
+    return re.findall(r"\[([^\]]+)\] Image:", user)
+
+
+def test_sft_examples_are_valid(world):
+    examples = build_sft_set(world, world.kbvqa_train[:25])
+    positions = set()
+    for e in examples:
+        t = parse_tournament(e.completion)
+        gold, schedule = e.meta["gold_id"], e.meta["schedule"]
+        assert t.format_valid and len(t.rounds) == 4 and t.evidence == gold
+        assert sorted(e.meta["candidate_ids"]) == ["1", "2", "3", "4", "5"]
+        assert listed_ids(e) == e.meta["candidate_ids"] == schedule[::-1]   # the seed is listed last
+        for r in t.rounds:                          # the positive wins every round it plays
+            if gold in r.pair:
+                assert r.winner == gold
+        reward = molt_reward(e.completion, schedule, gold)
+        assert reward.valid == (1, 1, 1, 1) and reward.res == 1.0
+        assert len(set(e.meta["doc_ids"])) == 5      # paragraphs of five different documents
+        q = next(q for q in world.kbvqa_train if q.id == e.meta["query_ids"][0])
+        assert e.meta["passage_ids"][e.meta["candidate_ids"].index(gold)] == q.evidence_ids[0]
+        assert len(e.prompt[-1]["content"]) and sum(p["type"] == "image" for p in e.prompt[-1]["content"]) == 6
+        positions.add(e.meta["candidate_ids"].index(gold))
+    assert len(positions) >= 4                       # shuffled: the positive is not always in one place
+
+
+def test_sft_set_repeats_and_uses_the_ranking_first(world):
+    q = world.kbvqa_train[3]
+    a = build_sft_set(world, [q])[0]
+    assert a.completion == build_sft_set(world, [q])[0].completion
+    ranking = [d.id for d in world.documents[-6:]]
+    cands = sft_candidates(world, q, ranking, SFTDataConfig(), random.Random(0))
+    negatives = {c.doc_id for c in cands if c.passage_id != q.evidence_ids[0]}
+    assert negatives == set([d for d in ranking if d != q.gold_doc_ids[0]][:4])
+    with pytest.raises(ValueError):
+        SFTDataConfig(n_negatives=0)
+    with pytest.raises(ValueError):
+        build_sft_set(world, [q], rankings=[])
+
+
+def test_model_teacher_is_forced_when_the_positive_plays(world):
+    q = world.kbvqa_train[5]
+
+    class SaysOne:
+        def generate(self, prompts, n=1, **kw):
+            ids = re.findall(r"\[([^\]]+)\] Image:", "".join(p.get("text", "") for p in prompts[0][-1]["content"]))
+            return [[f"<think>first looks right</think><winner>[{ids[0]}]</winner>"]]
+
+    cfg = SFTDataConfig()
+    cands = sft_candidates(world, q, [], cfg, random.Random(1))
+    positive = next(c.id for c in cands if c.passage_id == q.evidence_ids[0])
+    e = build_sft_example(world, q, [], cfg, random.Random(1),
+                          teacher=model_teacher(SaysOne(), q.question, None, positive, short=True))
+    t = parse_tournament(e.completion)
+    assert t.evidence == positive and all(r.think == "first looks right" for r in t.rounds)
+    for r in t.rounds:
+        assert r.winner == (positive if positive in r.pair else r.pair[0])
+
+
+def test_one_molt_grpo_step_scores_with_eq_8():
+    import torch
+
+    from kbvqa.models import build_tiny_vlm
+    from kbvqa.rl import GRPOConfig
+    from kbvqa.tournament_grpo import MOLTTask, molt_grpo_train, sample_molt_groups
+
+    torch.set_num_threads(1)
+    vlm = build_tiny_vlm("qwen2_vl", texts=["<round> <compare> [1] vs [2] </compare> <think> </think> <winner> "
+                                            "</winner> </round> <evidence> </evidence> q ?"],
+                         seed=0, hidden_size=32, num_layers=1, intermediate_size=64, vision_width=32, vision_depth=1)
+    tasks = [MOLTTask("q ?", ("2", "1"), "1"), MOLTTask("q ?", ("1", "2"), "2")]
+    cfg = GRPOConfig(group_size=3, prompts_per_step=2, steps=2, max_new_tokens=6, lr=1e-3, progress=False)
+    sampled = sample_molt_groups(vlm, tasks, cfg, seed=0)
+    r = sampled.rollouts
+    for i, text in enumerate(r.texts):
+        task = tasks[i // 3]
+        expected = molt_reward(text, task.schedule, task.gold_id)
+        assert r.rewards[i].item() == pytest.approx(expected.total)
+        assert sampled.process_rewards[i].item() == pytest.approx(expected.proc)
+        assert r.task_rewards[i].item() == expected.res and r.format_rewards[i].item() == expected.fmt
+    assert r.advantages.shape == (6,)
+    before = {n: p.detach().clone() for n, p in vlm.model.named_parameters()}
+    curves = molt_grpo_train(vlm, tasks, cfg)
+    assert len(curves.reward) == len(curves.process_reward) == len(curves.loss) == 2
+    assert all(0 <= x <= 1 for x in curves.result_reward)
+    changed = any(not torch.equal(before[n], p) for n, p in vlm.model.named_parameters())
+    # a step moves the weights exactly when some group's rewards differ (non-zero advantages)
+    assert changed == any(z < 1 for z in curves.zero_spread_groups)
