@@ -1,0 +1,84 @@
+"""Training the ladder's critic and generators (ReAG Tab. 4 rungs "+ critic", "+ SFT", "+ traces", "+ RL").
+
+- ``train_ladder_critic``: the critic of chapter 21 (``critic_train.train_critic``, 70 % hard /
+  30 % soft negatives) with the ladder's budget, from the shipped model.
+- ``training_examples``: the critic tuples (I_q, q, p) of the TRAIN split (50 % evidence, else a
+  negative; ``rl.cold_start_examples``) with templated traces (cold start, Eq. 5) or the answer
+  alone (``<answer>y</answer>``: the "SFT" rung without reasoning).
+- ``train_generator(kind)``: "sft" (Eq. 5 with alpha = 1, answer tokens only), "cold_start"
+  (alpha = 0.8), "rl" (GRPO, Eq. 6-9, on evidence prompts of the train split, from a cold start);
+  "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
+
+Leaves out: the rung definitions and the run (``reag_ladder``), the losses and loops
+(``kbvqa.rl``), the tables (``reag_ladder_results``).
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+
+def train_ladder_critic(world, config, vlm=None):
+    """The critic of the ladder: ``config.critic_steps`` of ``critic_train`` from the shipped model."""
+    from kbvqa.critic_train import CriticTrainConfig, train_critic
+    from kbvqa.models.checkpoints import load_vlm
+
+    cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
+    critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False)
+    return critic_vlm
+
+
+def training_examples(world, config, traces: bool) -> list:
+    """Critic tuples of the train split as SFT examples: with templated traces (cold start) or the
+    answer alone (``<answer>y</answer>``, the "SFT" rung)."""
+    from kbvqa.models.pretrain_tasks import Example
+    from kbvqa.parsers import parse_think_answer
+    from kbvqa.rl import cold_start_examples
+
+    examples = cold_start_examples(world, config.train_examples, seed=config.seed)
+    if traces:
+        return examples
+    return [Example(e.prompt, f"<answer>{parse_think_answer(e.completion).answer}</answer>", "sft", meta=e.meta)
+            for e in examples]
+
+
+def train_generator(kind: str, world, config, base=None, log: dict | None = None):
+    """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
+    from the shipped model; ``log[kind]`` gets its curve's start, end and seconds."""
+    from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
+    from kbvqa.rl.chapters import grpo_prompts
+
+    if kind not in ("zero_shot", "sft", "cold_start", "rl"):
+        raise ValueError(f"unknown generator kind {kind!r}")
+    vlm = base if base is not None else load_vlm("rl_policy")
+    t0, log = time.perf_counter(), log if log is not None else {}
+    if kind in ("sft", "cold_start"):
+        steps = config.cold_steps if kind == "cold_start" else config.sft_steps
+        alpha = config.alpha if kind == "cold_start" else 1.0
+        cfg = SFTConfig(alpha=alpha, steps=steps, batch_size=8, lr=config.sft_lr, warmup_steps=10,
+                        seed=config.seed, progress=False)
+        out = sft_train(vlm, training_examples(world, config, traces=kind == "cold_start"), cfg)
+        log[kind] = {"steps": steps, "alpha": alpha, "loss_start": round(out.loss[0], 4),
+                     "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4)}
+    elif kind == "rl":
+        if base is None:
+            vlm = train_generator("cold_start", world, config, log=log)
+        pool = list(world.kbvqa_train[:400])
+        cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step,
+                         steps=config.grpo_steps, max_new_tokens=config.max_new_tokens, lr=config.grpo_lr,
+                         seed=config.seed, progress=False)
+        out = grpo_train(vlm, grpo_prompts(world, pool), pool, cfg)
+        k = min(5, len(out.accuracy_reward))
+        log[kind] = {"steps": config.grpo_steps, "accuracy_reward_first5": round(sum(out.accuracy_reward[:k]) / k, 4),
+                     "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4)}
+    if kind != "zero_shot":
+        log[kind]["seconds"] = round(time.perf_counter() - t0, 1)
+    return vlm
+
+
+def copy_vlm(vlm):
+    """An independent copy of a VLM (its weights deep-copied), so training one leaves the other."""
+    from kbvqa.models.vlm import VLM
+
+    return VLM.from_model(copy.deepcopy(vlm.model), vlm.processor)
