@@ -232,3 +232,30 @@ def test_tiny_model_search_on_toy_literature_is_repeatable():
     assert [[n.query for n in r.nodes] for r in a] == [[n.query for n in r.nodes] for r in b]
     assert all(1 <= len(r.nodes) - 1 <= 2 and r.proposer_tokens > 0 for r in a)
     assert all(n.query for r in a for n in r.nodes[1:])
+
+
+def test_scripted_models_make_the_search_beat_bm25():
+    from kbvqa.data.toyworld import get_world
+    from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
+    from kbvqa.search.serts_eval import bm25_baseline, retrieval_scores, toy_literature_task
+    from kbvqa.search.serts_oracle import noisy_reformulator, rubric_evaluator
+    from kbvqa.search.serts_prompts import evaluator_prompt, proposer_prompt
+
+    world = get_world(0)
+    qs = lit_question_split(world)[1][:12]
+    retrieve, doc_text = toy_literature_task(world)
+    grade = rubric_evaluator(world)
+    docs = retrieve(qs[0].question, 5)
+    (text, _), = grade([evaluator_prompt(qs[0].question, [doc_text(d) for d in docs])])
+    assert parse_evaluator_output(text).score == rubric_score(world, qs[0], docs)
+    assert grade([evaluator_prompt("not a question of the world", ["x"])])[0][0].endswith("<score>0</score>")
+    prompts = [proposer_prompt(q.question, [], [], short=s) for q in qs[:3] for s in (True, False)]
+    assert noisy_reformulator(world, seed=1)(prompts) == noisy_reformulator(world, seed=1)(prompts)
+    exact = noisy_reformulator(world, include_prob=1.0, off_topic_prob=0.0)(prompts[:1])[0][0]
+    assert qs[0].question.rstrip("?. ") in exact
+    gold = [q.gold_doc_ids for q in qs]
+    base = retrieval_scores(bm25_baseline([q.question for q in qs], retrieve), gold)
+    results = run_serts([q.question for q in qs], noisy_reformulator(world, seed=0), grade, retrieve, doc_text,
+                        SeRTSConfig(sim=6))
+    searched = retrieval_scores([r.docs for r in results], gold)
+    assert searched["recall"] > base["recall"] + 0.2 and searched["hit"] >= base["hit"]
