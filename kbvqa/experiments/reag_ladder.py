@@ -14,7 +14,9 @@ x 4 prompts x G = 4; CPU, one thread). Training data are the chapters' critic tu
 TRAIN split (evidence or a 70 % hard / 30 % soft negative, ``rl.cold_start_examples``); the
 answer-only SFT uses the same tuples with ``<answer>y</answer>`` targets. Every rung is scored with
 ReAG's task reward (``kbvqa.rewards.task_reward``: exact / numeric Psi / multi-answer IoU by
-question type) on the same first N queries of ``world.kbvqa_test``, greedy decoding.
+question type) on the same first N queries of ``world.kbvqa_test``, greedy decoding. Three
+diagnostic rungs, not in the paper (``ORACLE_RUNGS``), give the zero-shot, cold-start and GRPO
+generators the evidence passage alone: the ceiling each generator reaches without noise.
 
 Retrieval and critic scores are computed once per run and kept in ``evidence.json`` next to the
 results (passage ids and P(Yes); no weights are saved: a pending training rung retrains, seeded,
@@ -50,6 +52,7 @@ class Rung:
     fine: bool           # + fine retrieval (crop -> pages, merged by max)
     critic: bool         # Eq. 4 filter
     generator: str       # "zero_shot", "sft", "cold_start" or "rl"
+    oracle: bool = False  # diagnostic: the evidence passage alone instead of the retrieved ones
 
 
 RUNGS = (
@@ -61,7 +64,13 @@ RUNGS = (
     Rung("traces", "+ traces (cold start, alpha = 0.8)", True, True, True, "cold_start"),
     Rung("rl", "+ RL (GRPO from the cold start)", True, True, True, "rl"),
 )
-RUNG_BY_NAME = {r.name: r for r in RUNGS}
+# diagnostics, not in the paper: each generator reading the evidence passage alone (its ceiling)
+ORACLE_RUNGS = (
+    Rung("oracle_zero_shot", "evidence alone, zero-shot", False, False, False, "zero_shot", oracle=True),
+    Rung("oracle_traces", "evidence alone, cold start", False, False, False, "cold_start", oracle=True),
+    Rung("oracle_rl", "evidence alone, GRPO", False, False, False, "rl", oracle=True),
+)
+RUNG_BY_NAME = {r.name: r for r in RUNGS + ORACLE_RUNGS}
 CHEAP_RUNGS = ("no_retrieval", "coarse", "coarse_critic", "fine_critic")   # no generator training
 
 
@@ -111,7 +120,10 @@ class LadderConfig:
 def rung_passages(rung: Rung, evidence: dict) -> list:
     """The passages the generator reads on ``rung`` for one query's ``evidence`` record
     (``retrieve_evidence``): none, every coarse passage, the critic-kept coarse ones, or the
-    critic-kept coarse + fine ones. Passages are ids; an all-filtered query reads none."""
+    critic-kept coarse + fine ones (an oracle rung: the evidence alone). Passages are ids; an
+    all-filtered query reads none."""
+    if rung.oracle:
+        return list(evidence["evidence"][:1])
     if not rung.coarse:
         return []
     stage = "fine" if rung.fine else "coarse"
@@ -182,7 +194,7 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
 # ------------------------------------------------------------------------------ the run
 def rung_fingerprint(rung: Rung, config: LadderConfig) -> str:
     """What a rung's records depend on: retrieval/critic settings always, training budgets by kind."""
-    fields = ["k", "threshold", "critic_steps", "max_new_tokens"]
+    fields = ["max_new_tokens"] if rung.oracle else ["k", "threshold", "critic_steps", "max_new_tokens"]
     if rung.generator in ("sft", "cold_start", "rl"):
         fields += ["sft_steps" if rung.generator == "sft" else "cold_steps", "alpha", "train_examples", "sft_lr"]
     if rung.generator == "rl":
@@ -222,7 +234,7 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
     if unknown:
         raise ValueError(f"unknown rungs {unknown}; expected some of {list(RUNG_BY_NAME)}")
     done, log, out, models = done or {}, log if log is not None else {}, {}, {}
-    for rung in (r for r in RUNGS if r.name in names and r.name not in done):
+    for rung in (r for r in RUNGS + ORACLE_RUNGS if r.name in names and r.name not in done):
         kind = rung.generator
         if kind not in models:
             if kind == "zero_shot":
@@ -256,7 +268,7 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
         if not fresh and header and header["fingerprint"] == rung_fingerprint(RUNG_BY_NAME[name], config) \
                 and [r["id"] for r in records][: len(ids)] == ids:
             finished[name] = records[: len(ids)]
-    pending = len(finished) < len(rungs or RUNGS)
+    pending = len(finished) < len(rungs or RUNG_BY_NAME)
     evidence = load_evidence(world, queries, config, Path(out) / "evidence.json", log) if pending else {}
 
     def write(name, records):

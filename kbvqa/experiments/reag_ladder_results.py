@@ -9,7 +9,8 @@
 - ``summarise(records)``: one row per rung: n, accuracy with its Wilson interval
   (``rcts_stats.wilson_interval``), accuracy by question type, the paired bootstrap against the
   previous rung (same queries), mean passages read, evidence-in-context rate, all-filtered rate,
-  format reward, and the paper's numbers. ``write_results`` / ``load_results`` (JSON + CSV),
+  format reward, and the paper's numbers; ``diagnostics``: the same for the oracle rungs (each
+  generator with the evidence passage alone, not in the paper). ``write_results`` / ``load_results`` (JSON + CSV),
   ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``draw_ladder`` (figure).
 - ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
   committed records of the same queries (``rcts_stats.check_agreement``, ``same_answers``).
@@ -60,20 +61,21 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
     """The ladder table from ``{rung: records}`` (rungs in ladder order). All rungs are cut to the
     queries every rung answered, so the rows compare pairwise. ``extra`` (config, training,
     provenance) is stored as is."""
-    from kbvqa.experiments.reag_ladder import RUNG_BY_NAME, RUNGS
+    from kbvqa.experiments.reag_ladder import ORACLE_RUNGS, RUNG_BY_NAME, RUNGS
 
     names = [r.name for r in RUNGS if records.get(r.name)]
     if not names:
         raise ValueError("no rung has records")
     common = set.intersection(*({r["id"] for r in records[n]} for n in names))
     rows, previous, paper = [], None, paper_rows()
-    for name in names:
+    oracle = [r.name for r in ORACLE_RUNGS if records.get(r.name)]
+    for name in names + oracle:
         recs = sorted((r for r in records[name] if r["id"] in common), key=lambda r: r["id"])
         correct = [bool(r["correct"]) for r in recs]
         k, n = sum(correct), len(correct)
         low, high = wilson_interval(k, n)
         types = sorted({r["answer_type"] for r in recs})
-        p = paper[PAPER_ROW_OF[name]]
+        p = paper[PAPER_ROW_OF[name]] if name in PAPER_ROW_OF else {"evqa_single_hop": None, "infoseek_all": None}
         row = {"rung": name, "label": RUNG_BY_NAME[name].label, "n": n, "correct": k,
                "accuracy": round(k / n, 4) if n else None, "low": round(low, 4), "high": round(high, 4),
                "by_type": {t: _mean(r["correct"] for r in recs if r["answer_type"] == t) for t in types},
@@ -82,13 +84,18 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
                "all_filtered": _mean(r["passages"] == 0 for r in recs) if RUNG_BY_NAME[name].critic else None,
                "format_reward": _mean(r["format"] for r in recs),
                "paper_evqa": p["evqa_single_hop"], "paper_infoseek": p["infoseek_all"]}
+        if name in oracle:
+            rows.append(row)
+            continue
         if previous is not None:
             diff = paired_bootstrap(correct, previous)
             row["vs_previous"] = {"diff": round(diff.diff, 4), "low": round(diff.low, 4),
                                   "high": round(diff.high, 4), "significant": diff.significant}
         rows.append(row)
         previous = correct
-    return {"paper_source": PAPER_SOURCE, "paper_key": PAPER_KEY, "n": len(common), "rows": rows,
+    return {"paper_source": PAPER_SOURCE, "paper_key": PAPER_KEY, "n": len(common),
+            "rows": [r for r in rows if r["rung"] not in oracle],
+            "diagnostics": [r for r in rows if r["rung"] in oracle],
             "paper_tab4": paper, **extra}
 
 
@@ -101,7 +108,7 @@ def write_results(results: dict, out) -> None:
         writer = csv.writer(f)
         writer.writerow(["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "passages",
                          "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"])
-        for r in results["rows"]:
+        for r in results["rows"] + results.get("diagnostics", []):
             writer.writerow([r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"],
                              r["evidence_in_context"], r["paper_evqa"], r["paper_infoseek"]])
 
@@ -115,10 +122,10 @@ def load_results(out=None) -> dict:
 def load_records(out=None) -> dict[str, list[dict]]:
     """{rung: committed records} from ``out/runs/*.jsonl`` (header dropped)."""
     from kbvqa.experiments.rcts_toy import read_run
-    from kbvqa.experiments.reag_ladder import RESULTS_DIR, RUNGS
+    from kbvqa.experiments.reag_ladder import RESULTS_DIR, RUNG_BY_NAME
 
     runs = Path(out or RESULTS_DIR) / "runs"
-    return {r.name: read_run(runs / f"{r.name}.jsonl")[1] for r in RUNGS if (runs / f"{r.name}.jsonl").exists()}
+    return {name: read_run(runs / f"{name}.jsonl")[1] for name in RUNG_BY_NAME if (runs / f"{name}.jsonl").exists()}
 
 
 def table_rows(results: dict) -> list[dict]:
@@ -135,6 +142,9 @@ def print_table(results: dict) -> None:
     for r in results["rows"]:
         print(f"{r['label']:38} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] {r['passages']:6.1f} "
               f"{r['evidence_in_context']:6.2f} | {r['paper_evqa']:6.1f} {r['paper_infoseek']:6.1f}")
+    for r in results.get("diagnostics", []):
+        print(f"{'(diagnostic) ' + r['label']:38} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] "
+              f"{r['passages']:6.1f} {r['evidence_in_context']:6.2f} |")
 
 
 def draw_ladder(results: dict, title: str | None = None):

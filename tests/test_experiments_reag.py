@@ -1,0 +1,216 @@
+"""Tests of the ReAG ablation ladder (kbvqa.experiments.reag_ladder*): rung definitions, the passages
+each rung reads, evaluation with a fake generator, aggregation, the live agreement check and the
+committed table. No model is trained or loaded here."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbvqa.experiments import reag_ladder as ladder
+from kbvqa.experiments import reag_ladder_results as res
+from kbvqa.experiments.reag_ladder import RUNGS, LadderConfig, Rung, rung_fingerprint, rung_passages
+
+
+def _text_of(chat) -> str:
+    return "\n".join(p.get("text", "") for turn in chat for p in turn["content"] if isinstance(p, dict))
+
+
+class OracleGenerator:
+    """Answers the gold answer when the query's evidence passage is in the prompt, else "I don't know"."""
+
+    def __init__(self, world, queries):
+        self.cases = [(q.question, world.passage(q.evidence_ids[0]).text, q.answers[0]) for q in queries]
+        self.calls = 0
+
+    def generate(self, prompts, n=1, **kwargs):
+        self.calls += 1
+        out = []
+        for chat in prompts:
+            text = _text_of(chat)
+            answer = next((a for question, evidence, a in self.cases if question in text and evidence in text),
+                          "I don't know")
+            out.append([f"<think>t</think><answer>{answer}</answer>"] * n)
+        return out
+
+
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data import get_world
+
+    return get_world(0)
+
+
+def _evidence(q, coarse, fine, coarse_scores, fine_scores, threshold=0.1):
+    return {"coarse": coarse, "fine": fine, "coarse_scores": coarse_scores, "fine_scores": fine_scores,
+            "threshold": threshold, "evidence": list(q.evidence_ids)}
+
+
+# ------------------------------------------------------------------------------ rung definitions
+def test_each_rung_adds_one_component_in_the_papers_order():
+    generators = ("zero_shot", "sft", "cold_start", "rl")
+
+    def level(r: Rung):
+        return (r.coarse, r.critic, r.fine, generators.index(r.generator))
+
+    assert [r.name for r in RUNGS] == list(res.PAPER_ROW_OF)
+    for before, after in zip(RUNGS, RUNGS[1:]):
+        changed = sum(a != b for a, b in zip(level(before), level(after)))
+        assert changed == 1 and level(after) > level(before), (before.name, after.name)
+    assert set(ladder.CHEAP_RUNGS) == {r.name for r in RUNGS if r.generator == "zero_shot"}
+
+
+def test_rungs_match_the_retrieval_flags_of_their_paper_rows():
+    rows = res.paper_rows()
+    assert len(rows) == 11 and rows[-1]["infoseek_all"] == 47.2 and rows[7]["infoseek_all"] == 43.3
+    for rung in RUNGS:
+        row = rows[res.PAPER_ROW_OF[rung.name]]
+        assert row["generator"] == "Qwen2.5-VL-3B"
+        assert (row["coarse"], row["fine"], row["critic"]) == (rung.coarse, rung.fine, rung.critic)
+        assert row["sft"] == (rung.generator != "zero_shot") and row["rl"] == (rung.generator == "rl")
+
+
+def test_rung_passages_follow_the_flags(world):
+    q = world.kbvqa_test[0]
+    ev = _evidence(q, ["a", "b", "c"], ["a", "d"], [0.05, 0.1, 0.9], [0.2, 0.0])
+    by_name = {r.name: rung_passages(r, ev) for r in RUNGS}
+    assert by_name["no_retrieval"] == []
+    assert by_name["coarse"] == ["a", "b", "c"]
+    assert by_name["coarse_critic"] == ["c"]            # Eq. 4 is strict: 0.1 is not kept
+    assert by_name["fine_critic"] == by_name["rl"] == ["a"]
+    assert rung_passages(RUNGS[2], _evidence(q, ["a"], [], [0.0], [])) == []   # all filtered
+    assert rung_passages(ladder.ORACLE_RUNGS[0], ev) == [q.evidence_ids[0]]
+
+
+def test_config_validation_and_fingerprints():
+    for bad in (dict(limit=0), dict(group_size=1), dict(threshold=1.5), dict(alpha=2.0), dict(k=0),
+                dict(sft_steps=True)):
+        with pytest.raises(ValueError):
+            LadderConfig(**bad)
+    base, more_sft = LadderConfig(), LadderConfig(sft_steps=7)
+    by_name = {r.name: r for r in RUNGS}
+    assert rung_fingerprint(by_name["sft"], base) != rung_fingerprint(by_name["sft"], more_sft)
+    assert rung_fingerprint(by_name["coarse"], base) == rung_fingerprint(by_name["coarse"], more_sft)
+    assert rung_fingerprint(by_name["coarse"], base) != rung_fingerprint(by_name["coarse"], LadderConfig(seed=1))
+    with pytest.raises(ValueError):
+        ladder.run_rungs(None, [], {}, base, rungs=["no_such_rung"])
+
+
+# ------------------------------------------------------------------------------ evaluation
+def test_evaluate_scores_with_the_task_reward(world):
+    queries = world.kbvqa_test[:6]
+    ev = {}
+    for i, q in enumerate(queries):      # evidence retrieved for the even queries only
+        other = [p.id for p in world.documents[-1].passages[:2]]
+        ids = other + ([q.evidence_ids[0]] if i % 2 == 0 else [])
+        ev[q.id] = _evidence(q, ids, ids, [0.9] * len(ids), [0.9] * len(ids))
+    gen = OracleGenerator(world, queries)
+    recs = ladder.evaluate(gen, world, queries, ev, RUNGS[1], LadderConfig(batch_size=4))
+    assert gen.calls == 1 and [r["id"] for r in recs] == [q.id for q in queries]
+    assert [r["correct"] for r in recs] == [r["evidence_in"] for r in recs] == [i % 2 == 0 for i in range(6)]
+    assert all(r["format"] == 1.0 for r in recs)
+    none = ladder.evaluate(gen, world, queries, ev, RUNGS[0], LadderConfig())
+    assert not any(r["correct"] for r in none) and all(r["passages"] == 0 for r in none)
+
+
+def test_run_rungs_cheap_rungs_with_a_fake_generator(world, monkeypatch):
+    import kbvqa.models.checkpoints as checkpoints
+
+    queries = world.kbvqa_test[:4]
+    noise = [p.id for p in world.documents[-1].passages[:3]]
+    ev = {q.id: _evidence(q, noise + [q.evidence_ids[0]], [q.evidence_ids[0]] + noise,
+                          [0.9, 0.9, 0.9, 0.05], [0.9, 0.0, 0.0, 0.0]) for q in queries}
+    monkeypatch.setattr(checkpoints, "load_vlm", lambda role="generator", **kw: OracleGenerator(world, queries))
+    seen = []
+    out = ladder.run_rungs(world, queries, ev, LadderConfig(), rungs=ladder.CHEAP_RUNGS, done={"coarse": []},
+                           on_records=lambda name, recs: seen.append(name))
+    assert seen == ["no_retrieval", "coarse_critic", "fine_critic"]
+    acc = {name: sum(r["correct"] for r in recs) / len(recs) for name, recs in out.items()}
+    assert acc == {"no_retrieval": 0.0, "coarse_critic": 0.0, "fine_critic": 1.0}   # critic drops, fine keeps
+    assert [r["passages"] for r in out["fine_critic"]] == [1] * 4
+
+
+# ------------------------------------------------------------------------------ aggregation
+def _records(correct_by_rung: dict[str, list[bool]]) -> dict[str, list[dict]]:
+    return {name: [{"id": f"q{i}", "answer_type": "string" if i % 2 else "numerical", "answer": str(c),
+                    "correct": c, "format": 1.0, "passages": 3 * (name != "no_retrieval"), "evidence_in": c}
+                   for i, c in enumerate(values)] for name, values in correct_by_rung.items()}
+
+
+def test_summarise_accuracy_intervals_and_paired_differences():
+    n = 40
+    recs = _records({r.name: [i < 4 * (j + 1) for i in range(n)] for j, r in enumerate(RUNGS)})
+    recs["coarse"] = recs["coarse"][:-1]                   # one query missing: every row is cut to 39
+    out = res.summarise(recs, config={"limit": n})
+    rows = {r["rung"]: r for r in out["rows"]}
+    assert out["n"] == 39 and all(r["n"] == 39 for r in rows.values())
+    assert rows["no_retrieval"]["accuracy"] == pytest.approx(4 / 39, abs=1e-4)
+    assert rows["rl"]["accuracy"] == pytest.approx(28 / 39, abs=1e-4)
+    for r in rows.values():
+        assert r["low"] <= r["accuracy"] <= r["high"]
+    assert "vs_previous" not in rows["no_retrieval"]
+    assert rows["coarse"]["vs_previous"]["diff"] == pytest.approx(4 / 39, abs=1e-4)
+    assert rows["rl"]["paper_infoseek"] == 43.3 and rows["traces"]["paper_evqa"] == 38.1
+    assert rows["coarse"]["all_filtered"] is None and rows["coarse_critic"]["all_filtered"] == 0.0
+    assert set(rows["sft"]["by_type"]) == {"string", "numerical"}
+    with pytest.raises(ValueError):
+        res.summarise({})
+    with_oracle = res.summarise({**recs, "oracle_zero_shot": recs["rl"]})
+    assert [r["rung"] for r in with_oracle["rows"]] == [r.name for r in RUNGS]
+    assert with_oracle["diagnostics"][0]["accuracy"] == rows["rl"]["accuracy"]
+    assert with_oracle["diagnostics"][0]["paper_infoseek"] is None
+
+
+def test_results_round_trip_and_figure(tmp_path):
+    recs = _records({r.name: [True, False, True] for r in RUNGS})
+    out = res.summarise(recs, provenance={"seed": 0})
+    res.write_results(out, tmp_path)
+    assert res.load_results(tmp_path)["rows"] == json.loads(json.dumps(out["rows"]))
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(lines) == 1 + len(RUNGS) and lines[1].startswith("no_retrieval,")
+    assert len(res.table_rows(out)) == len(RUNGS)
+    fig = res.draw_ladder(out)
+    assert len(fig.axes) == 2 and len(fig.axes[0].patches) == len(RUNGS)
+
+
+def test_live_agreement_uses_wilson_intervals():
+    committed = _records({"coarse": [True] * 4 + [False] * 4})
+    same = res.live_agreement(committed, committed)[0]
+    assert same["agrees"] and same["same_answers"] == 1.0 and same["committed"] == 0.5
+    flipped = _records({"coarse": [False] * 8})
+    committed_all = _records({"coarse": [True] * 8})
+    other = res.live_agreement(flipped, committed_all)[0]
+    assert not other["agrees"] and other["same_answers"] == 0.0
+    with pytest.raises(ValueError):
+        res.live_agreement(_records({"coarse": [True]}), {"coarse": []})
+
+
+# ------------------------------------------------------------------------------ the committed table
+def test_committed_table_matches_its_records():
+    path = ladder.RESULTS_DIR / "results.json"
+    if not path.exists():
+        pytest.skip("no committed ladder results yet")
+    committed = res.load_results()
+    assert [r["rung"] for r in committed["rows"]] == [r.name for r in RUNGS]
+    assert committed["n"] >= 100 and {"git_commit", "seed", "model", "wall_seconds"} <= set(committed["provenance"])
+    again = res.summarise(res.load_records())
+    assert [r["accuracy"] for r in again["rows"]] == [r["accuracy"] for r in committed["rows"]]
+
+
+def test_real_subset_is_a_no_op_at_n_zero_and_checks_its_arguments():
+    from kbvqa.experiments.reag_ladder_real import real_subset_ladder
+
+    assert real_subset_ladder("infoseek", 0) == {}
+    for bad in (dict(name="scienceqa"), dict(n=-1)):
+        with pytest.raises(ValueError):
+            real_subset_ladder(**{"name": "evqa", "n": 0, **bad})
+
+
+def test_knowledge_base_looks_passages_up(world):
+    from kbvqa.experiments.reag_ladder_real import KnowledgeBase
+
+    kb = KnowledgeBase(world.documents[:3])
+    p = world.documents[2].passages[1]
+    assert kb.passage(p.id) is p and len(kb.documents) == 3
+    with pytest.raises(KeyError):
+        kb.passage(world.documents[5].passages[0].id)
