@@ -189,6 +189,8 @@ def test_viewer_records_and_figure():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert sum(t.startswith("R ") for t in texts) == 5 and "q0" in texts and "root" in texts[0]
     assert short_query("a" * 40, 10) == "a" * 9 + "…" and short_query(None) == ""
+    assert short_query("Is X safe zorp", question="Is X safe?") == "Q + zorp"
+    assert short_query("Is X safer", question="Is X safe?") == "Is X safer"
 
 
 def test_evaluation_helpers():

@@ -2,9 +2,10 @@
 
 ``draw_serts_tree(result)`` draws a ``SeRTSResult`` (``kbvqa.search.serts``): each node shows its
 0..5 score R_i (colour: red 0 -> green 5), visits N and mean backed-up value; the edge into a node
-carries its query A_i (shortened; "*" marks a repeated query, "?" a proposal without a
-``<query>`` tag that fell back to the question). The path to the best node is drawn thick; with
-``gold`` (the gold document ids) each node also shows how many of them D u O_d^anc holds.
+carries its query A_i (shortened, "Q + added words" when it extends the question; "*" marks a
+repeated query, "?" a proposal without a ``<query>`` tag that fell back to the question).
+The path to the best node is drawn thick; with ``gold`` (the gold document ids) each node also
+shows how many of them its D u O_d^anc holds.
 ``serts_tree_records`` is the same information as plain rows (for a table or a test).
 
 Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents centred).
@@ -12,6 +13,7 @@ Leaves out: the search, animation (the RCTS player in ``trees_player`` is not re
 """
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 
 from kbvqa.viz.trees import tree_layout
@@ -19,12 +21,22 @@ from kbvqa.viz.trees import tree_layout
 __all__ = ["draw_serts_tree", "serts_tree_records", "short_query"]
 
 
-def short_query(query: str | None, max_chars: int = 28) -> str:
-    """A query cut to ``max_chars`` with an ellipsis ("" for the root)."""
+def short_query(query: str | None, max_chars: int = 28, question: str | None = None) -> str:
+    """A query cut to ``max_chars`` with an ellipsis ("" for the root). With ``question``, a query that
+    starts with the question is shown as "Q + <the added words>" (the part a reformulation changes)."""
     if not query:
         return ""
     query = " ".join(str(query).split())
+    if question:
+        stem = " ".join(str(question).split()).rstrip("?. ")
+        if stem and (query.lower() == stem.lower() or query.lower().startswith(stem.lower() + " ")):
+            rest = query[len(stem):].strip(" ?.")
+            query = "Q + " + rest if rest else "Q"
     return query if len(query) <= max_chars else query[: max_chars - 1] + "…"
+
+
+def _wrapped(text: str, width: int = 18) -> str:
+    return "\n".join(textwrap.wrap(text, width)[:3]) if text else ""
 
 
 def serts_tree_records(result, gold: Iterable[str] | None = None) -> list[dict]:
@@ -42,7 +54,7 @@ def serts_tree_records(result, gold: Iterable[str] | None = None) -> list[dict]:
     return rows
 
 
-def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_query_chars: int = 28,
+def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_query_chars: int = 40,
                     title: str | None = None):
     """Draw the tree into ``ax`` (or a new figure, closed so notebooks show it once) and return the figure."""
     import matplotlib.pyplot as plt
@@ -65,7 +77,8 @@ def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_quer
             ax.plot([px, x], [py, y], color="#c0392b" if on_path else "#888888", lw=2.2 if on_path else 0.8,
                     zorder=1)
             mark = ("*" if r["repeated"] else "") + ("" if r["well_formed"] else "?")
-            ax.text((px + x) / 2, (py + y) / 2, short_query(r["query"], max_query_chars) + mark, fontsize=6,
+            label = _wrapped(short_query(r["query"], max_query_chars, result.question) + mark)
+            ax.text(px + 0.7 * (x - px), py + 0.7 * (y - py), label, fontsize=5.5,
                     ha="center", va="center", rotation=0, zorder=3, color="#1f3b73",
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
         score = r["score"]
