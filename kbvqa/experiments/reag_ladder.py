@@ -303,9 +303,13 @@ def main(argv=None) -> dict:
     t0 = time.perf_counter()
     records, log = run_ladder(config, args.out, args.rungs, args.fresh)
     command = "python -m kbvqa.experiments.reag_ladder " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = summarise(records, config=asdict(config), training=log,
+    earlier = json.loads((args.out / "results.json").read_text()) if (args.out / "results.json").exists() else {}
+    earlier_prov = earlier.get("provenance", {})    # a resumed run keeps the earlier invocations' log and time
+    invocations = earlier_prov.get("invocations", []) + ([{k: earlier_prov.get(k) for k in (
+        "git_commit", "date", "command", "wall_seconds")}] if earlier_prov else [])
+    results = summarise(records, config=asdict(config), training={**earlier.get("training", {}), **log},
                         provenance=provenance(args.seed, None, wall_seconds=round(time.perf_counter() - t0, 1),
-                                              command=command.strip()))
+                                              command=command.strip(), invocations=invocations))
     write_results(results, args.out)
     print_table(results)
     return results
