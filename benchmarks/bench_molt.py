@@ -70,8 +70,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description="MOLT one-pass vs iterative pairwise latency and vision calls.")
     ap.add_argument("--queries", type=int, default=4, help="toy-world test queries")
     ap.add_argument("--repeats", type=int, default=2, help="timed repeats per query (best kept)")
-    ap.add_argument("--round-tokens", type=int, default=32, help="tokens decoded per round (fixed mode)")
-    ap.add_argument("--evidence-tokens", type=int, default=8, help="tokens of the final <evidence> (fixed mode)")
+    ap.add_argument("--round-tokens", type=int, default=64, help="tokens decoded per round (fixed mode)")
+    ap.add_argument("--evidence-tokens", type=int, default=10, help="tokens of the final <evidence> (fixed mode)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -81,7 +81,7 @@ def main(argv=None) -> dict:
     one_pass_tokens = (n - 1) * per_round + args.evidence_tokens
     modes = {"fixed": (FixedLength(vlm, lambda m: one_pass_tokens if m == one_pass_tokens else per_round),
                        one_pass_tokens, per_round),
-             "natural": (vlm, 256, 64)}
+             "natural": (vlm, 400, 96)}
     report = {"device": str(vlm.device), "threads": args.threads, "queries": args.queries, "n_candidates": n,
               "round_tokens": per_round, "paper_ms": {"iterative": 10304, "one_pass": 4231, "ratio": 2.44}}
     for mode, (model, one_budget, pair_budget) in modes.items():

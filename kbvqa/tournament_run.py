@@ -10,6 +10,9 @@
   transcript.
 - ``run_one_shot``: the 5-way baseline (Table 17): one call, one number 1-5.
 
+Token budgets: a four-round transcript of the cpu teacher is ~280 tokens of the tiny model's
+word-level tokenizer (~68 per round), hence 400 for one pass and 96 per pairwise call.
+
 Every run returns a ``TournamentRun``: the chosen id, a ``TournamentTranscript``, the raw
 outputs, the schedule, ``model_calls`` (generate calls) and ``images_sent`` (images in the prompts
 sent, i.e. the images a vision encoder must encode without a cross-call cache: N + 1 for one
@@ -94,7 +97,7 @@ def _n_images(prompt) -> int:
 
 
 def run_one_pass(model, question: str, query_image: Any, candidates: Sequence[Candidate],
-                 order: str = "weak_to_strong", seed: int = 0, max_new_tokens: int = 256,
+                 order: str = "weak_to_strong", seed: int = 0, max_new_tokens: int = 400,
                  temperature: float = 0.0, short: bool = False, schedule: Sequence[str] | None = None) -> TournamentRun:
     """MOLT inference: one Table 14 prompt, one call; ``schedule`` overrides ``order``/scores."""
     if schedule is None:
@@ -122,7 +125,7 @@ def transcript_text(rounds: Sequence[TournamentRound], evidence: str | None) -> 
 
 
 def run_iterative(model, question: str, query_image: Any, candidates: Sequence[Candidate],
-                  order: str = "weak_to_strong", seed: int = 0, max_new_tokens: int = 64,
+                  order: str = "weak_to_strong", seed: int = 0, max_new_tokens: int = 96,
                   temperature: float = 0.0, short: bool = False,
                   schedule: Sequence[str] | None = None) -> TournamentRun:
     """The iterative pairwise baseline: N - 1 calls, the current winner re-sent each time."""
