@@ -71,8 +71,9 @@ benchmarks: $(STAMP)
 
 # Experiments too big for a chapter's time budget: each writes a small table with its provenance
 # (commit, seed, date, machine) into data/experiments/, which the chapters load.
-# (chapter 10's reasoning-context table ~1 min; chapter 14's RCTS tables ~1 h on one thread)
-EXPERIMENTS ?= kbvqa.reasoning_experiment kbvqa.experiments.rcts_toy
+# (chapter 10's reasoning-context table ~1 min; chapter 14's RCTS tables ~1 h; chapter 24's ReAG
+# ladder ~12 min, all on one thread)
+EXPERIMENTS ?= kbvqa.reasoning_experiment kbvqa.experiments.rcts_toy kbvqa.experiments.reag_ladder
 experiments: $(STAMP)
 	@for e in $(EXPERIMENTS); do echo "== $$e"; $(PY) -m $$e || exit 1; done
 

@@ -17,7 +17,8 @@ HTML = ROOT / "_build" / "html"
 MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_rcts_reasoning_contexts": 2, "12_rcts_uct_bandits": 3,
                "11_rcts_hybrid_retrieval": 5, "13_rcts_mcts_hr": 1,
                "14_rcts_experiments": 4,
-               "20_reag_retrieval": 4, "21_reag_critic": 5, "22_reag_cold_start": 1, "23_reag_grpo": 2}
+               "20_reag_retrieval": 4, "21_reag_critic": 5, "22_reag_cold_start": 1, "23_reag_grpo": 2,
+               "24_reag_ablation": 1}
 
 
 def _toc_files():
