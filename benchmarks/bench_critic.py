@@ -13,18 +13,11 @@ Run: ``python benchmarks/bench_critic.py [--queries 4] [--k 2] [--threads 1]``.
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
+from _timing import best_of
 
-
-def _timed(fn, repeats: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+_timed = best_of  # (seconds, result) of the fastest of ``repeats`` runs
 
 
 def main(argv=None) -> dict:

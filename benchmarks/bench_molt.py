@@ -30,9 +30,9 @@ import functools
 import json
 import random
 import statistics
-import time
 
 import torch
+from _timing import best_of
 
 
 class FixedLength:
@@ -51,13 +51,7 @@ class FixedLength:
         return [[self.vlm.tokenizer.decode(r, skip_special_tokens=True)] for r in rows]
 
 
-def _measure(fn, repeats: int):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+_measure = best_of  # (seconds, result) of the fastest of ``repeats`` runs
 
 
 def main(argv=None) -> dict:

@@ -67,12 +67,9 @@ def _transcript(output: str | TournamentTranscript) -> TournamentTranscript:
 
 
 def _schedule(schedule: Sequence[str]) -> list[str]:
-    schedule = [str(s) for s in schedule]
-    if len(schedule) < 2:
-        raise ValueError(f"a ladder tournament needs N >= 2 candidates, got a schedule of {len(schedule)}")
-    if len(set(schedule)) != len(schedule):
-        raise ValueError(f"schedule ids must be distinct, got {schedule}")
-    return schedule
+    from kbvqa.tournament import _check_ids
+
+    return _check_ids(schedule)
 
 
 def format_reward(output: str | TournamentTranscript) -> float:

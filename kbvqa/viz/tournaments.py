@@ -113,22 +113,27 @@ def draw_tournament(transcript, schedule: Sequence[str] | None = None, gold_id: 
     return fig
 
 
+def _png(fig, dpi: int) -> bytes:
+    """``fig`` as PNG bytes; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()
+
+
 def render_tournament_frames(transcript, dpi: int = 60, **draw_kwargs) -> tuple[list[bytes], list[str]]:
     """(PNG bytes, label) for each step: after round 1, 2, ..., then with the evidence; every
     figure is closed once saved."""
-    import matplotlib.pyplot as plt
 
     t = _as_transcript(transcript)
     steps = list(range(1, len(t.rounds))) + [None]
     frames, labels = [], []
     for upto in steps:
-        fig = draw_tournament(t, upto=upto, **draw_kwargs)
-        buffer = io.BytesIO()
-        try:
-            fig.savefig(buffer, format="png", dpi=dpi)
-        finally:
-            plt.close(fig)
-        frames.append(buffer.getvalue())
+        frames.append(_png(draw_tournament(t, upto=upto, **draw_kwargs), dpi))
         labels.append("evidence" if upto is None else f"after round {upto}")
     return frames, labels
 
@@ -151,7 +156,6 @@ def tournament_widget(transcript, dpi: int = 60, **draw_kwargs):
     except ImportError:
         print("ipywidgets is not installed: showing the kernel-free slider instead")
         return tournament_html(transcript, dpi=dpi, **draw_kwargs)
-    import matplotlib.pyplot as plt
 
     t = _as_transcript(transcript)
     n = len(t.rounds)
@@ -160,13 +164,7 @@ def tournament_widget(transcript, dpi: int = 60, **draw_kwargs):
 
     def show(change=None):
         upto = slider.value if slider.value < n else None
-        fig = draw_tournament(t, upto=upto, **draw_kwargs)
-        buffer = io.BytesIO()
-        try:
-            fig.savefig(buffer, format="png", dpi=dpi)
-        finally:
-            plt.close(fig)
-        image.value = buffer.getvalue()
+        image.value = _png(draw_tournament(t, upto=upto, **draw_kwargs), dpi)
 
     slider.observe(show, names="value")
     show()
