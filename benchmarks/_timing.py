@@ -1,4 +1,5 @@
-"""Timing helper shared by the benchmark scripts (imported as a sibling module when a script runs)."""
+"""Helpers shared by the benchmark scripts (imported as a sibling module when a script runs):
+``best_of`` times a call, ``print_rows`` prints (name, measured, note) rows as an aligned table."""
 from __future__ import annotations
 
 import time
@@ -13,3 +14,12 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def print_rows(rows, header: str | None = None) -> None:
+    """Print ``(name, measured, note)`` rows with aligned columns, after an optional header line."""
+    width = max(len(r[0]) for r in rows)
+    if header:
+        print(header)
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>9}  {note}")

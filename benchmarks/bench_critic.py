@@ -17,8 +17,6 @@ import argparse
 import torch
 from _timing import best_of
 
-_timed = best_of  # (seconds, result) of the fastest of ``repeats`` runs
-
 
 def main(argv=None) -> dict:
     from kbvqa.critic import Critic, CriticConfig
@@ -39,10 +37,10 @@ def main(argv=None) -> dict:
     for batch_size in (16, 32):
         critic = Critic(vlm, CriticConfig(batch_size=batch_size))
         critic.score_many(items[:1])                                     # warm-up
-        seconds, scores[batch_size] = _timed(lambda c=critic: c.score_many(items), repeats=2)
+        seconds, scores[batch_size] = best_of(lambda c=critic: c.score_many(items), repeats=2)
         rows.append((f"batched, {batch_size} prompts per pass", seconds))
     single_critic = Critic(vlm, CriticConfig(batch_size=1))
-    seconds, single = _timed(lambda: [[single_critic.score(q, [p])[0] for p in ps] for q, ps in items], repeats=1)
+    seconds, single = best_of(lambda: [[single_critic.score(q, [p])[0] for p in ps] for q, ps in items], repeats=1)
     rows.append(("one passage per call", seconds))
     flat = [s for row in single for s in row]
     gap = max(abs(a - b) for a, b in zip(flat, [s for row in scores[16] for s in row]))

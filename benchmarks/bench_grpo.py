@@ -24,6 +24,7 @@ import time
 import warnings
 
 import torch
+from _timing import print_rows
 
 GROUP, MAX_NEW, STEPS = 4, 16, 6
 TEXTS = ["what colour is the zorp ? the zorp is red . is the blick blue ?",
@@ -164,10 +165,8 @@ def main() -> None:
         ("log-probs + loss + backward, TRL", f"{lb_trl:.3f} s", "fused LM head"),
         ("loss + backward TRL / ours", f"{lb_trl / lb_ours:.2f}x", "> 1: ours faster"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"GRPO step: {len(QUESTIONS)} prompts x G={GROUP}, <= {MAX_NEW} new tokens, tiny Qwen2-VL, 1 thread")
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:>9}  {note}")
+    print_rows(rows, f"GRPO step: {len(QUESTIONS)} prompts x G={GROUP}, <= {MAX_NEW} new tokens, tiny Qwen2-VL, "
+                     "1 thread")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 import torch
+from _timing import print_rows
 
 
 def _best_of(fn, repeats: int = 3) -> float:
@@ -48,10 +49,7 @@ def main() -> None:
         ("8 separate calls / one call (prefix reuse)", f"{eight_calls / one_call:.1f}x", "> 1"),
         (f"P(Yes), {len(critic)} prompts: one at a time / batched", f"{single / batched:.1f}x", "> 1"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'benchmark':<{width}}  {'measured':>9}  target")
-    for name, value, goal in rows:
-        print(f"{name:<{width}}  {value:>9}  {goal}")
+    print_rows([("benchmark", "measured", "target")] + rows)
 
 
 if __name__ == "__main__":

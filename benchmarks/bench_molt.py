@@ -51,9 +51,6 @@ class FixedLength:
         return [[self.vlm.tokenizer.decode(r, skip_special_tokens=True)] for r in rows]
 
 
-_measure = best_of  # (seconds, result) of the fastest of ``repeats`` runs
-
-
 def main(argv=None) -> dict:
     from kbvqa.data import get_world
     from kbvqa.models.checkpoints import load_vlm
@@ -89,7 +86,7 @@ def main(argv=None) -> dict:
                     "iterative": functools.partial(run_iterative, model, q.question, image, cands,
                                                    max_new_tokens=pair_budget, short=True)}
             for name, fn in runs.items():
-                seconds, _ = _measure(fn, args.repeats)
+                seconds, _ = best_of(fn, args.repeats)
                 times[name].append(seconds)
                 with VisionCounter(vlm) as counter:
                     run = fn()
