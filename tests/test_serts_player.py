@@ -1,0 +1,56 @@
+"""The SeRTS slider: snapshots replay backpropagation exactly; the HTML holds one frame per snapshot."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def result():
+    from kbvqa.data.toyworld import get_world
+    from kbvqa.models.pretrain_mc_lit import lit_question_split
+    from kbvqa.search.serts import SeRTSConfig, run_serts
+    from kbvqa.search.serts_eval import toy_literature_task
+    from kbvqa.search.serts_oracle import noisy_reformulator, rubric_evaluator
+
+    world = get_world(0)
+    q = lit_question_split(world)[1][1]
+    retrieve, doc_text = toy_literature_task(world)
+    (r,) = run_serts([q.question], noisy_reformulator(world, include_prob=0.3, off_topic_prob=0.3, seed=2),
+                     rubric_evaluator(world), retrieve, doc_text, SeRTSConfig(sim=8, branching=2, depth=3))
+    return r
+
+
+def test_last_snapshot_equals_the_search(result):
+    from kbvqa.viz.serts_player import own_rewards, serts_snapshot
+
+    n = len(result.nodes) - 1
+    assert n >= 4
+    snap = serts_snapshot(result, n)
+    assert [(x.id, x.visits, round(x.value_sum, 9)) for x in snap.nodes] == \
+        [(x.id, x.visits, round(x.value_sum, 9)) for x in result.nodes]
+    assert snap.best.id == result.best.id and snap.stopped_early == result.stopped_early
+    assert own_rewards(result)[2] == pytest.approx(result.nodes[2].score * 0.2)
+    assert result.nodes[1].visits > 0 and result.nodes[1].parent is result.root   # original untouched
+
+
+def test_partial_snapshots_replay_backpropagation(result):
+    from kbvqa.viz.serts_player import serts_snapshot
+
+    for k in range(len(result.nodes)):
+        snap = serts_snapshot(result, k)
+        assert len(snap.nodes) == k + 1 and snap.root.visits == k
+        assert snap.root.value_sum == pytest.approx(sum(x.score for x in result.nodes[1:k + 1]) * 0.2)
+        if k:
+            assert snap.best.score == max(x.score for x in result.nodes[1:k + 1])
+    assert serts_snapshot(result, 1).nodes[1].visits == 1 and not serts_snapshot(result, 0).nodes[0].children
+    with pytest.raises(ValueError):
+        serts_snapshot(result, len(result.nodes))
+
+
+def test_html_slider_has_one_frame_per_snapshot(result):
+    from kbvqa.viz.serts_player import serts_tree_html
+
+    page = serts_tree_html(result, max_frames=3, dpi=30).data
+    assert page.count("<img") == 3 and 'type="range"' in page
+    assert f"after expansion {len(result.nodes) - 1} of {len(result.nodes) - 1}" in page
