@@ -1,0 +1,136 @@
+"""Helpers of the MOLT chapters (kbvqa.tournament_chapters, kbvqa.experiments.molt_candidates):
+recall curves and gold ranks by hand, the comparator model driving the package's three runs, the
+rounds the ground truth must win per schedule, and the exact survival probability against a
+simulation."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kbvqa.data.schema import Query
+from kbvqa.tournament import Candidate, ladder_schedule
+from kbvqa.tournament_candidates import CandidateSet
+from kbvqa.tournament_chapters import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played
+from kbvqa.tournament_run import run_iterative, run_one_pass, run_one_shot
+
+
+def _set(docs, fused, passages):
+    return CandidateSet([(d, 1.0) for d in docs], [(d, 1.0) for d in fused],
+                        [Candidate(str(i + 1), p, None, p.split(":")[0], p) for i, p in enumerate(passages)])
+
+
+def test_recall_curves_and_ranks_by_hand():
+    q = Query("q", "?", ["a"], gold_doc_ids=["g"], evidence_ids=["g:1"])
+    sets = [_set(["x", "g", "y"], ["g", "x"], ["g:1", "x:1"]), _set(["x", "y", "z"], ["x", "y"], ["x:1", "y:1"])]
+    assert gold_ranks([q, q], sets) == {"coarse": [2, None], "fused": [1, None], "passage": [1, None]}
+    curves = recall_curves([q, q], sets, ks=(1, 2, 5))
+    assert curves == {"coarse": [0.0, 0.5, 0.5], "fused": [0.5, 0.5, 0.5], "passage": [0.5, 0.5, 0.5]}
+    with pytest.raises(ValueError):
+        recall_curves([q], sets)
+    with pytest.raises(ValueError):
+        recall_curves([q, q], sets, ks=(0,))
+
+
+def candidates():
+    return [Candidate(str(i), f"paragraph number {i}", None, f"d{i}", f"d{i}:0", float(10 - i)) for i in range(1, 6)]
+
+
+def prefer(best: str):
+    """A comparator: ``best`` wins where it plays, else the lower id wins."""
+    def compare(first, second):
+        ids = (first.id, second.id)
+        winner = best if best in ids else min(ids)
+        return winner, f"{winner} looks right"
+    return compare
+
+
+@pytest.mark.parametrize("best", ["1", "3", "5"])
+def test_comparator_model_drives_the_three_runs_to_the_same_choice(best):
+    cands = candidates()
+    model = ComparatorVLM(cands, prefer(best))
+    one = run_one_pass(model, "q?", None, cands, short=True)
+    it = run_iterative(model, "q?", None, cands, short=True)
+    shot = run_one_shot(model, "q?", None, cands, short=True)
+    assert one.chosen == it.chosen == shot.chosen == best
+    assert one.transcript.format_valid and one.model_calls == 1 and it.model_calls == 4
+    assert [r.pair for r in one.transcript.rounds] == [r.pair for r in it.transcript.rounds]
+    assert [r.winner for r in one.transcript.rounds] == [r.winner for r in it.transcript.rounds]
+    assert one.transcript.rounds[0].pair == ("5", "4")                 # weak-to-strong: seed c_N = "5"
+    assert model.calls == 1 + 4 + 1
+
+
+def test_comparator_model_answers_unknown_prompts_with_an_empty_string():
+    model = ComparatorVLM(candidates(), prefer("1"))
+    chat = [{"role": "user", "content": [{"type": "text", "text": "nothing to compare"}]}]
+    assert model.generate([chat]) == [[""]]
+
+
+def test_rounds_played_per_schedule():
+    ids = ["1", "2", "3", "4", "5"]
+    w2s, s2w = ladder_schedule(ids, "weak_to_strong"), ladder_schedule(ids, "strong_to_weak")
+    assert [rounds_played(w2s, g) for g in ids] == [1, 2, 3, 4, 4]     # Eq. 17: r* wins, N - 1 for r* = N
+    assert [rounds_played(s2w, g) for g in ids] == [4, 4, 3, 2, 1]
+    with pytest.raises(ValueError):
+        rounds_played(["1"], "1")
+    with pytest.raises(ValueError):
+        rounds_played(ids, "9")
+
+
+def _simulate(rank_probs, eps, order, trials, rng):
+    n, wins = len(rank_probs), 0
+    ids = [str(r) for r in range(1, n + 1)]
+    for trial in range(trials):
+        u, gold = rng.random(), None
+        for r, p in zip(ids, rank_probs):
+            u -= p
+            if u < 0:
+                gold = r
+                break
+        if gold is None:
+            continue
+        schedule = ladder_schedule(ids, order, seed=trial)
+        winner = schedule[0]
+        for challenger in schedule[1:]:
+            if gold in (winner, challenger):
+                lost = rng.random() < eps
+                winner = (challenger if winner == gold else winner) if lost else gold
+            else:
+                winner = rng.choice([winner, challenger])
+        wins += winner == gold
+    return wins / trials
+
+
+@pytest.mark.parametrize("order", ["weak_to_strong", "strong_to_weak", "random"])
+def test_survival_formula_matches_a_simulation(order):
+    probs = [0.6, 0.2, 0.1, 0.05, 0.03]               # 2 % of the golds missed the top 5
+    exact = ladder_survival(probs, 0.2, order)
+    assert abs(exact - _simulate(probs, 0.2, order, 6000, random.Random(0))) < 0.03
+    assert ladder_survival(probs, 0.0, order) == pytest.approx(sum(probs))
+
+
+def test_weak_to_strong_protects_a_top_ranked_gold():
+    probs = [0.8, 0.1, 0.05, 0.03, 0.02]
+    w2s, s2w, rnd = (ladder_survival(probs, 0.1, o) for o in ("weak_to_strong", "strong_to_weak", "random"))
+    assert w2s > rnd > s2w
+    for bad in ({"rank_probs": [1.0], "eps": 0.1}, {"rank_probs": probs, "eps": 1.5},
+                {"rank_probs": probs, "eps": 0.1, "order": "sideways"}):
+        with pytest.raises(ValueError):
+            ladder_survival(**bad)
+
+
+def test_committed_candidate_results_are_consistent():
+    from kbvqa.experiments.molt_candidates import load_results
+
+    try:
+        results = load_results()
+    except FileNotFoundError:
+        pytest.skip("no committed results")
+    recall, ks = results["recall"], results["ks"]
+    assert ks == sorted(ks) and len(recall["coarse"]) == len(ks)
+    for stage in ("coarse", "fused", "passage"):
+        assert all(a <= b for a, b in zip(recall[stage], recall[stage][1:]))      # curves never fall
+    assert recall["fused"][-1] == recall["coarse"][-1]          # fusion reorders the top-K, loses nothing
+    ranks = results["gold_ranks"]["fused"]
+    assert sum(r == 1 for r in ranks) / len(ranks) == pytest.approx(recall["fused"][0])
+    assert {"git_commit", "seed", "date", "machine"} <= set(results["provenance"])
