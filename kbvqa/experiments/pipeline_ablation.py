@@ -1,0 +1,168 @@
+"""The end-to-end ablation (chapter 30): which stage of the pipeline buys how much.
+
+Run ``python -m kbvqa.experiments.pipeline_ablation [--limit 200] [--threads 1]``. Each row is a
+``kbvqa.pipeline.PipelineConfig`` (``ROWS``), run on the same first N queries of the toy world's
+KB-VQA test split with the shipped tiny model as reader (and as ladder judge), greedy decoding:
+
+    reader alone -> coarse retrieval -> + fine -> + critic (Eq. 4) -> + critic top-1
+    -> + ladder (MOLT one pass, N = 5) | the ladder without the critic (first 5 in retrieval order)
+    | iterative pairwise ladder | perfect ladder (oracle)
+    and the reader's ceiling: the evidence passage alone (diagnostic)
+
+Retrieval passages and the critic's P(Yes) are ReAG's committed ``data/experiments/reag/
+evidence.json`` (the 150-step critic of ``reag_ladder``; no critic weights are shipped, so reusing
+its scores keeps both tables on one critic). The reader is the shipped generator zero-shot: the
+ReAG ladder found no trained generator better than it (its "evidence alone" diagnostic: zero-shot
+0.39, cold start 0.20, GRPO 0.33), and none is shipped.
+
+Per row the table gives accuracy (ReAG's task reward) with its 95 % Wilson interval, the paired
+bootstrap against the row it adds to, mean passages read, and the evidence recall after each stage
+(retrieved / after the critic / among the ladder's candidates / in the reader's context). The
+last one is also the accuracy of a perfect reader (``reader="oracle"``), so a weak reader does
+not hide what retrieval, critic and ladder buy. Records go to ``data/experiments/pipeline/
+runs/<row>.jsonl``; ``results.json`` / ``results.csv`` hold the table and the provenance.
+
+Leaves out: the pipeline (``kbvqa.pipeline``), the table's presentation (``pipeline_results``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kbvqa.config import DATA_DIR
+from kbvqa.pipeline import PipelineConfig
+
+RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"
+EVIDENCE_FILE = DATA_DIR / "experiments" / "reag" / "evidence.json"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str                 # file and row name
+    label: str                # printed label
+    config: PipelineConfig
+    versus: str | None = None  # the row it is compared with (paired bootstrap); None: none
+    diagnostic: bool = False   # not a pipeline setting: a ceiling
+
+
+_OFF = {"critic": False, "rerank": "none"}
+ROWS = (
+    Row("reader_alone", "reader alone (question + image)", PipelineConfig(retrieval="none", **_OFF)),
+    Row("coarse", "coarse retrieval (every passage)", PipelineConfig(retrieval="coarse", **_OFF), "reader_alone"),
+    Row("coarse_fine", "+ fine retrieval (subject crop)", PipelineConfig(retrieval="coarse_fine", **_OFF), "coarse"),
+    Row("critic", "+ critic (P(Yes) > 0.1)", PipelineConfig(rerank="none"), "coarse_fine"),
+    Row("critic_top1", "+ rerank by P(Yes), keep 1", PipelineConfig(rerank="critic", keep=1), "critic"),
+    Row("ladder", "+ ladder, one pass (N = 5)", PipelineConfig(rerank="ladder"), "critic_top1"),
+    Row("ladder_no_critic", "ladder without the critic (retrieval order)",
+        PipelineConfig(critic=False, rerank="ladder"), "ladder"),
+    Row("iterative", "ladder, iterative pairwise (N = 5)", PipelineConfig(rerank="iterative"), "ladder"),
+    Row("oracle_ladder", "perfect ladder (evidence if among the 5)", PipelineConfig(rerank="oracle"), "ladder", True),
+    Row("evidence_alone", "evidence passage alone (reader ceiling)", PipelineConfig(retrieval="evidence", **_OFF),
+        None, True),
+)
+ROW_BY_NAME = {r.name: r for r in ROWS}
+LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none
+
+
+def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
+    """{query id: coarse / fine passage ids and P(Yes)} from ReAG's committed ``evidence.json``;
+    a missing file or query raises ``ValueError`` naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.reag_ladder` first")
+    stored = json.loads(path.read_text())["queries"]
+    missing = [q.id for q in queries if q.id not in stored]
+    if missing:
+        raise ValueError(f"{path} has no retrieval for {len(missing)} queries (e.g. {missing[:3]}); "
+                         "rerun reag_ladder with a larger --limit")
+    return {q.id: stored[q.id] for q in queries}
+
+
+def row_fingerprint(row: Row) -> str:
+    return f"{row.name}:" + json.dumps(asdict(row.config), sort_keys=True)
+
+
+def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_records=None) -> dict[str, list[dict]]:
+    """{row: records} for ``names`` (default all rows); ``model`` defaults to the shipped generator."""
+    from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.pipeline import run_pipeline
+
+    names = list(names or ROW_BY_NAME)
+    unknown = [n for n in names if n not in ROW_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown rows {unknown}; expected some of {list(ROW_BY_NAME)}")
+    model = model or load_vlm("generator")
+    out = {}
+    for name in names:
+        config = ROW_BY_NAME[name].config
+        t0 = time.perf_counter()
+        records = run_pipeline(world, queries, stage_inputs, config, reader=model, judge=model)
+        out[name] = records
+        if on_records is not None:
+            on_records(name, records, round(time.perf_counter() - t0, 1))
+    return out
+
+
+def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
+    """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row."""
+    from kbvqa.data import get_world
+    from kbvqa.experiments.rcts_toy import read_run
+
+    world = get_world(0)
+    queries = list(world.kbvqa_test)[:limit]
+    ids = [q.id for q in queries]
+    runs_dir = Path(out) / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    done, seconds = {}, {}
+    for name in names or ROW_BY_NAME:
+        header, records = read_run(runs_dir / f"{name}.jsonl")
+        if not fresh and header and header["fingerprint"] == row_fingerprint(ROW_BY_NAME[name]) \
+                and [r["id"] for r in records] == ids:
+            done[name], seconds[name] = records, header.get("seconds")
+
+    def write(name, records, secs):
+        seconds[name] = secs
+        header = {"row": name, "fingerprint": row_fingerprint(ROW_BY_NAME[name]), "n": len(records), "seconds": secs}
+        lines = [json.dumps(header)] + [json.dumps(r, separators=(",", ":")) for r in records]
+        (runs_dir / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+        print(f"  {name}: {sum(r['correct'] for r in records)}/{len(records)} correct ({secs} s)", flush=True)
+
+    pending = [n for n in (names or ROW_BY_NAME) if n not in done]
+    new = run_rows(world, queries, load_stage_inputs(queries), pending, on_records=write) if pending else {}
+    return {n: done.get(n) or new[n] for n in (names or ROW_BY_NAME)}, seconds
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, default=200, help="first N test queries (evidence.json has 200)")
+    parser.add_argument("--rows", nargs="+", default=None, help=f"some of {list(ROW_BY_NAME)}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--fresh", action="store_true", help="rerun rows that already have records")
+    args = parser.parse_args(argv)
+    import torch
+
+    from kbvqa.config import seed_everything
+    from kbvqa.experiments.pipeline_results import print_table, summarise, write_results
+    from kbvqa.experiments.rcts_toy import provenance
+
+    torch.set_num_threads(args.threads)
+    seed_everything(args.seed)
+    t0 = time.perf_counter()
+    records, seconds = run_ablation(args.limit, args.out, args.rows, args.fresh)
+    command = "python -m kbvqa.experiments.pipeline_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    results = summarise(records, seconds=seconds, stage_inputs=str(EVIDENCE_FILE.relative_to(DATA_DIR.parent)),
+                        provenance=provenance(args.seed, None, wall_seconds=round(time.perf_counter() - t0, 1),
+                                              command=command.strip()))
+    write_results(results, args.out)
+    print_table(results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Tables and figure of the end-to-end ablation: per-query records -> one row per pipeline setting.
+
+- ``summarise(records)``: per row (``pipeline_ablation.ROWS`` order; every row cut to the queries
+  all rows answered): n, accuracy (ReAG's task reward) with its 95 % Wilson interval
+  (``rcts_stats.wilson_interval``), the paired bootstrap against the row it adds to
+  (``Row.versus``), mean
+  passages read, the evidence recall after each stage (``STAGES``: retrieved, after the critic,
+  among the ladder's candidates, in the reader's context = a perfect reader's accuracy), the
+  ladder's valid-reply rate and model calls. Diagnostic rows (perfect ladder, evidence alone) are
+  flagged: they are ceilings, not settings one could run.
+- ``write_results`` / ``load_results`` / ``load_records``, ``table_rows`` (plain dicts for a
+  DataFrame), ``print_table``, ``draw_ablation`` (accuracy with intervals beside the recall after
+  each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records).
+
+Leaves out: running the rows (``pipeline_ablation``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from kbvqa.experiments.rcts_stats import paired_bootstrap, wilson_interval
+from kbvqa.experiments.reag_ladder_results import live_agreement
+
+__all__ = ["STAGES", "draw_ablation", "live_agreement", "load_records", "load_results", "print_table",
+           "summarise", "table_rows", "write_results"]
+
+STAGES = (("ev_retrieved", "retrieved"), ("ev_critic", "after critic"), ("ev_candidates", "ladder candidates"),
+          ("ev_context", "reader's context"))
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def summarise(records: dict[str, list[dict]], **extra) -> dict:
+    """The ablation table from ``{row: records}``; ``extra`` (provenance, seconds) stored as is."""
+    from kbvqa.experiments.pipeline_ablation import ROW_BY_NAME, ROWS
+
+    names = [r.name for r in ROWS if records.get(r.name)]
+    if not names:
+        raise ValueError("no row has records")
+    common = set.intersection(*({r["id"] for r in records[n]} for n in names))
+    rows, correct_of = [], {}
+    for name in names:
+        spec = ROW_BY_NAME[name]
+        recs = sorted((r for r in records[name] if r["id"] in common), key=lambda r: r["id"])
+        correct = [bool(r["correct"]) for r in recs]
+        k, n = sum(correct), len(correct)
+        low, high = wilson_interval(k, n)
+        row = {"row": name, "label": spec.label, "diagnostic": spec.diagnostic, "n": n, "correct": k,
+               "accuracy": round(k / n, 4), "low": round(low, 4), "high": round(high, 4),
+               "passages": _mean(r["passages"] for r in recs),
+               **{key: _mean(r[key] for r in recs) for key, _ in STAGES},
+               "ladder_valid": _mean(r["ladder_valid"] for r in recs),
+               "ladder_calls": _mean(r["ladder_calls"] for r in recs),
+               "by_type": {t: _mean(r["correct"] for r in recs if r["answer_type"] == t)
+                           for t in sorted({r["answer_type"] for r in recs})}}
+        correct_of[name] = correct
+        if spec.versus in correct_of:
+            d = paired_bootstrap(correct, correct_of[spec.versus])
+            row["versus"] = {"row": spec.versus, "diff": round(d.diff, 4), "low": round(d.low, 4),
+                             "high": round(d.high, 4), "significant": d.significant}
+        rows.append(row)
+    return {"n": len(common), "rows": rows, **extra}
+
+
+def write_results(results: dict, out) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "passages"]
+                        + [k for k, _ in STAGES] + ["ladder_valid"])
+        for r in results["rows"]:
+            writer.writerow([r["row"], r["label"], r["diagnostic"], r["n"], r["accuracy"], r["low"], r["high"],
+                             r["passages"]] + [r[k] for k, _ in STAGES] + [r["ladder_valid"]])
+
+
+def load_results(out=None) -> dict:
+    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR
+
+    path = Path(out or RESULTS_DIR) / "results.json"
+    if not path.exists():
+        raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.pipeline_ablation`")
+    return json.loads(path.read_text())
+
+
+def load_records(out=None) -> dict[str, list[dict]]:
+    """{row: committed records} from ``out/runs/*.jsonl``."""
+    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR, ROW_BY_NAME
+    from kbvqa.experiments.rcts_toy import read_run
+
+    runs = Path(out or RESULTS_DIR) / "runs"
+    return {n: read_run(runs / f"{n}.jsonl")[1] for n in ROW_BY_NAME if (runs / f"{n}.jsonl").exists()}
+
+
+def table_rows(results: dict) -> list[dict]:
+    """Plain rows for a DataFrame: accuracy, interval, passages and the recall after each stage."""
+    return [{"setting": ("(diagnostic) " if r["diagnostic"] else "") + r["label"], "accuracy": r["accuracy"],
+             "95% Wilson": f"[{r['low']:.3f}, {r['high']:.3f}]", "passages": r["passages"],
+             **{f"recall: {label}": r[key] for key, label in STAGES}} for r in results["rows"]]
+
+
+def print_table(results: dict) -> None:
+    print(f"\nEnd-to-end ablation on the toy world ({results['n']} test queries)")
+    print(f"{'setting':44} {'acc':>6} {'95% Wilson':>15} {'pass.':>6} " + " ".join(f"{k[3:]:>10}" for k, _ in STAGES))
+    for r in results["rows"]:
+        label = ("(diag.) " if r["diagnostic"] else "") + r["label"]
+        recall = " ".join(f"{r[k]:10.3f}" for k, _ in STAGES)
+        print(f"{label[:44]:44} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] {r['passages']:6.1f} {recall}")
+
+
+def draw_ablation(results: dict, title: str | None = None):
+    """Left: accuracy per row with 95 % Wilson intervals (diagnostic rows hatched). Right: the
+    evidence recall after each stage per row (the accuracy a perfect reader would reach)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = results["rows"]
+    if not rows:
+        raise ValueError("results has no rows")
+    y = np.arange(len(rows))[::-1]
+    acc = np.array([r["accuracy"] for r in rows])
+    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True)
+    bars = ax.barh(y, acc, xerr=err, color="#4c72b0", capsize=3)
+    for bar, r in zip(bars, rows):
+        if r["diagnostic"]:
+            bar.set(color="#b0b0b0", hatch="//")
+    ax.set(xlabel="accuracy (95 % Wilson)", xlim=(0, 1), title=title or f"tiny reader, n = {results['n']}")
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
+    width = 0.8 / len(STAGES)
+    colours = ("#8172b2", "#c44e52", "#dd8452", "#55a868")
+    for j, ((key, label), colour) in enumerate(zip(STAGES, colours)):
+        bx.barh(y + 0.4 - width * (j + 0.5), [r[key] or 0 for r in rows], height=width, color=colour, label=label)
+    bx.set(xlabel="evidence recall after the stage", xlim=(0, 1), title="is the evidence passage still there?")
+    bx.legend(fontsize=7, frameon=False, loc="lower right")
+    for a in (ax, bx):
+        a.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
