@@ -6,7 +6,7 @@ passages of many queries into left-padded batches of ``batch_size`` prompts, the
 the model once per passage. The passages are what the pipeline gives the critic: every passage of
 the top-k pages of coarse retrieval for a few toy-world test queries. The target is the *ratio*
 measured in this run (absolute speeds depend on the machine and its load); the batched result
-must equal the one-at-a-time result.
+must equal the one-at-a-time result. ``rows()`` returns the measurements, ``main`` prints them.
 
 Run: ``python benchmarks/bench_critic.py [--queries 4] [--k 2] [--threads 1]``.
 """
@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_of
+from _timing import best_of, print_rows, row
 
 
-def main(argv=None) -> dict:
+def rows(argv=None) -> list[dict]:
     from kbvqa.critic import Critic, CriticConfig
     from kbvqa.critic_eval import critic_items
     from kbvqa.data import get_world
@@ -33,25 +33,28 @@ def main(argv=None) -> dict:
     world, vlm = get_world(0), load_tiny_vlm()
     items = critic_items(world, n=args.queries, k=args.k)
     n = sum(len(p) for _, p in items)
-    rows, scores = [], {}
+    timed, scores = [], {}
     for batch_size in (16, 32):
         critic = Critic(vlm, CriticConfig(batch_size=batch_size))
         critic.score_many(items[:1])                                     # warm-up
         seconds, scores[batch_size] = best_of(lambda c=critic: c.score_many(items), repeats=2)
-        rows.append((f"batched, {batch_size} prompts per pass", seconds))
+        timed.append((f"batched, {batch_size} prompts per pass", seconds))
     single_critic = Critic(vlm, CriticConfig(batch_size=1))
     seconds, single = best_of(lambda: [[single_critic.score(q, [p])[0] for p in ps] for q, ps in items], repeats=1)
-    rows.append(("one passage per call", seconds))
-    flat = [s for row in single for s in row]
-    gap = max(abs(a - b) for a, b in zip(flat, [s for row in scores[16] for s in row]))
-    print(f"{n} passages ({args.queries} queries x {args.k} pages), {args.threads} thread(s)")
-    width = max(len(r[0]) for r in rows)
-    for name, sec in rows:
-        print(f"{name:<{width}}  {n / sec:8.1f} passages/s  ({sec:.2f} s)")
-    ratio = rows[-1][1] / min(r[1] for r in rows[:-1])
-    print(f"speed-up of batching over one at a time: {ratio:.1f}x (target > 1); max |P(Yes) difference| {gap:.1e}")
-    return {"passages": n, "seconds": {r[0]: round(r[1], 3) for r in rows}, "speedup": round(ratio, 2),
-            "max_abs_diff": gap}
+    flat = [s for row_ in single for s in row_]
+    gap = max(abs(a - b) for a, b in zip(flat, [s for row_ in scores[16] for s in row_]))
+    setting = f"{n} passages ({args.queries} queries x {args.k} pages), {args.threads} thread(s)"
+    out = [row(f"{name}: passages/s", n / sec, "", note=f"{sec:.2f} s", kind="time") for name, sec in timed]
+    out.append(row("one passage per call: passages/s", n / seconds, "", note=f"{seconds:.2f} s", kind="time"))
+    out.append(row("critic: one at a time / batched (best batch)", seconds / min(s for _, s in timed), "x", (">", 1),
+                   setting))
+    out.append(row("max |P(Yes) batched - one at a time|", gap, "", ("<=", 1e-4), "batching must not change scores",
+                   kind="check"))
+    return out
+
+
+def main(argv=None) -> None:
+    print_rows(rows(argv), "ReAG critic (Eq. 4): batched vs one passage per call")
 
 
 if __name__ == "__main__":

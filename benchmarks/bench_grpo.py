@@ -14,6 +14,7 @@ images), the same 2 image prompts x G = 4 completions of up to 16 tokens, temper
 A random model rarely samples EOS, so nearly every completion runs to the cap in both; the mean
 completion length is printed so the step times compare like with like.
 
+``rows()`` returns the two ratios with their times, ``main`` prints them.
 Run: ``python benchmarks/bench_grpo.py`` (about a minute on 2 cores; TRL and ``datasets`` needed).
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 import warnings
 
 import torch
-from _timing import print_rows
+from _timing import print_rows, row
 
 GROUP, MAX_NEW, STEPS = 4, 16, 6
 TEXTS = ["what colour is the zorp ? the zorp is red . is the blick blue ?",
@@ -151,22 +152,26 @@ def loss_backward_times(repeats: int = 10):
     return out
 
 
-def main() -> None:
+def rows(argv=None) -> list[dict]:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     ours, ours_len = ours_step_times()
     trl, trl_len = trl_step_times()
     lb_ours, lb_trl = loss_backward_times()
-    rows = [
-        ("full step, ours (best of 5)", f"{min(ours):.3f} s", f"mean length {ours_len:.1f} tokens"),
-        ("full step, TRL GRPOTrainer (best of 5)", f"{min(trl):.3f} s", f"mean length {trl_len:.1f} tokens"),
-        ("full step TRL / ours", f"{min(trl) / min(ours):.2f}x", "> 1: ours faster"),
-        ("log-probs + loss + backward, ours", f"{lb_ours:.3f} s", f"{2 * GROUP} completions"),
-        ("log-probs + loss + backward, TRL", f"{lb_trl:.3f} s", "fused LM head"),
-        ("loss + backward TRL / ours", f"{lb_trl / lb_ours:.2f}x", "> 1: ours faster"),
+    setting = f"{len(QUESTIONS)} prompts x G={GROUP}, <= {MAX_NEW} new tokens, tiny Qwen2-VL, 1 thread"
+    return [
+        row("full step, ours (best of 5)", min(ours), "s", note=f"mean length {ours_len:.1f} tokens", kind="time"),
+        row("full step, TRL GRPOTrainer (best of 5)", min(trl), "s", note=f"mean length {trl_len:.1f} tokens",
+            kind="time"),
+        row("GRPO full step: TRL / ours", min(trl) / min(ours), "x", (">=", 1), f"> 1: ours faster; {setting}"),
+        row("log-probs + loss + backward, ours", lb_ours, "s", note=f"{2 * GROUP} completions", kind="time"),
+        row("log-probs + loss + backward, TRL", lb_trl, "s", note="fused LM head", kind="time"),
+        row("GRPO loss + backward: TRL / ours", lb_trl / lb_ours, "x", (">=", 1), "> 1: ours faster"),
     ]
-    print_rows(rows, f"GRPO step: {len(QUESTIONS)} prompts x G={GROUP}, <= {MAX_NEW} new tokens, tiny Qwen2-VL, "
-                     "1 thread")
+
+
+def main(argv=None) -> None:
+    print_rows(rows(argv), "GRPO step (ReAG Eq. 6-7): ours vs TRL 1.16")
 
 
 if __name__ == "__main__":

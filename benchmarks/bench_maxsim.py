@@ -14,6 +14,7 @@ hybrid index: 2,048 items of 50-64 tokens ([E_T; E_I]: ~12 text + 49 image token
 Timings are the best of several interleaved repeats; absolute numbers depend on the machine, the
 ratio much less.
 
+``rows()`` returns the ratios and throughputs, ``main`` prints them.
 Run: ``python benchmarks/bench_maxsim.py [--threads 1] [--device cpu|cuda]``.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from _timing import print_rows, row
 
 
 def _best_of(fns: dict, repeats: int, sync) -> dict:
@@ -38,7 +40,7 @@ def _best_of(fns: dict, repeats: int, sync) -> dict:
     return best
 
 
-def main(argv=None) -> dict:
+def rows(argv=None) -> list[dict]:
     from kbvqa.retrieval.late_interaction import PaddedTokens, maxsim, maxsim_matrix
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -74,19 +76,22 @@ def main(argv=None) -> dict:
         fn()
     t = _best_of(fns, args.repeats, sync)
     pairs_one, pairs_many = n * length * l_u, args.queries * n * length * l_u
-    rows = [
+    measured = [
         ("maxsim, one query", pairs_one / t["maxsim (1 query x N items)"], pairs_one / t["matmul [N*L, d] x [d, l_u]"]),
         ("maxsim_matrix, many queries", pairs_many / t["maxsim_matrix (Q x N)"],
          pairs_many / t["matmul [Q*l_u, d] x [d, N*L]"]),
     ]
-    print(f"device {dev}, threads {torch.get_num_threads()}, N={n} items padded to L={length}, "
-          f"l_u={l_u}, d={d}, Q={args.queries}; best of {args.repeats}")
-    print(f"{'path':<30} {'MaxSim pairs/s':>15} {'matmul pairs/s':>15} {'ratio':>6}  goal")
-    ratios = {}
-    for name, ms, mm in rows:
-        ratios[name] = ms / mm
-        print(f"{name:<30} {ms:>15.3g} {mm:>15.3g} {ms / mm:>6.2f}  >= 0.5")
-    return ratios
+    setting = (f"{dev}, {torch.get_num_threads()} thread(s), N={n} items padded to L={length}, l_u={l_u}, d={d}, "
+               f"Q={args.queries}; best of {args.repeats}")
+    out = []
+    for name, ms, mm in measured:
+        out.append(row(f"{name}: MaxSim pairs/s", ms, "", note=f"matmul {mm:.3g} pairs/s", kind="time"))
+        out.append(row(f"{name}: MaxSim / matmul throughput", ms / mm, "x", (">=", 0.5), setting))
+    return out
+
+
+def main(argv=None) -> None:
+    print_rows(rows(argv), "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply at the same FLOPs")
 
 
 if __name__ == "__main__":

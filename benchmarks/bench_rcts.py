@@ -14,6 +14,7 @@ early-stop rate. A naive loop would make ~71 requests per query (the official co
 samples share one batched call. Candidates come from the experiment's cached retrieval
 (``kbvqa.experiments.rcts_toy.load_retrieval``, computed on first use, ~1 min).
 
+``rows()`` returns the table's ratios and counts, ``main`` prints them.
 Run: ``python benchmarks/bench_rcts.py [--queries 20] [--full 4]``. One thread, so the numbers do
 not depend on what else runs on the machine's other core.
 """
@@ -23,6 +24,7 @@ import argparse
 import time
 
 import torch
+from _timing import print_rows, row
 
 
 def _timed(fn):
@@ -31,7 +33,7 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def main(argv=None) -> None:
+def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
     from kbvqa.experiments.rcts_toy import load_retrieval
     from kbvqa.models.checkpoints import load_vlm
@@ -53,12 +55,12 @@ def main(argv=None) -> None:
     cands = {q.id: [(kb[i], s) for i, s in retrieval["candidates"][q.id]] for q in queries}
     vanilla_rag(vlm, queries[:1], [cands[queries[0].id]], 3, builder)          # warm-up
 
-    rows = {}
+    table = {}
     counter, seconds = CallCounter(), 0.0
     for q in queries:
         _, dt = _timed(lambda q=q: vanilla_rag(vlm, [q], [cands[q.id]], 3, builder, counter=counter))
         seconds += dt
-    rows["Vanilla-RAG (K = 3)"] = (counter.calls, counter.completions, seconds, len(queries), None)
+    table["Vanilla-RAG (K = 3)"] = (counter.calls, counter.completions, seconds, len(queries), None)
 
     def run(name, cfg, qs):
         calls = completions = stops = 0
@@ -67,7 +69,7 @@ def main(argv=None) -> None:
             res, dt = _timed(lambda q=q: rcts_search(vlm, q, cands[q.id], cfg, builder))
             calls, completions, total = calls + res.calls, completions + res.completions, total + dt
             stops += res.early_stopped
-        rows[name] = (calls, completions, total, len(qs), stops / len(qs) if cfg.early_stop else None)
+        table[name] = (calls, completions, total, len(qs), stops / len(qs) if cfg.early_stop else None)
 
     run("RCTS P=10, Ns=Nm=5, early stop", RCTSConfig(), queries)
     full = queries[: args.full]
@@ -75,18 +77,21 @@ def main(argv=None) -> None:
     run("RCTS P=10, no early stop, 3 leaves/step", RCTSConfig(early_stop=False, rollouts_per_step=3), full)
     run("RCTS P=10, no early stop, official mutual", RCTSConfig(early_stop=False, mutual="official"), full)
 
-    base_calls, _, base_s, base_n, _ = rows["Vanilla-RAG (K = 3)"]
+    base_calls, _, base_s, base_n, _ = table["Vanilla-RAG (K = 3)"]
     base_calls, base_s = base_calls / base_n, base_s / base_n
-    print(f"{'method':44s} {'queries':>7s} {'calls/q':>8s} {'compl./q':>9s} {'s/q':>7s} "
-          f"{'calls x':>8s} {'time x':>7s} {'early stop':>10s}")
-    for name, (calls, completions, secs, n, stop_rate) in rows.items():
-        stop = "" if stop_rate is None else f"{stop_rate:.0%}"
-        print(f"{name:44s} {n:7d} {calls / n:8.1f} {completions / n:9.1f} {secs / n:7.2f} "
-              f"{calls / n / base_calls:8.1f} {secs / n / base_s:7.1f} {stop:>10s}")
-    ratio = rows["RCTS P=10, Ns=Nm=5, early stop"][2] / rows["RCTS P=10, Ns=Nm=5, early stop"][3] / base_s
-    print(f"\nRCTS / Vanilla-RAG wall time per query: {ratio:.1f}x (goal <= 8x) -- "
-          f"{'met' if ratio <= 8 else 'NOT met'}; early-stop rate "
-          f"{rows['RCTS P=10, Ns=Nm=5, early stop'][4]:.0%}")
+    out = [row("Vanilla-RAG (K = 3): calls per query", base_calls, "", note=f"{base_s:.2f} s per query",
+               kind="count")]
+    for name, (calls, completions, secs, n, stop_rate) in list(table.items())[1:]:
+        stop = "" if stop_rate is None else f", early-stop rate {stop_rate:.0%}"
+        goal = ("<=", 8) if name == "RCTS P=10, Ns=Nm=5, early stop" else None
+        out.append(row(f"{name}: time / Vanilla-RAG", secs / n / base_s, "x", goal,
+                       f"{n} queries, {calls / n:.1f} calls and {completions / n:.1f} completions per query "
+                       f"({calls / n / base_calls:.1f}x the calls){stop}"))
+    return out
+
+
+def main(argv=None) -> None:
+    print_rows(rows(argv), "RCTS (MCTS-HR) cost against Vanilla-RAG, per query, tiny generator, 1 thread")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+"""Run every benchmark of the book and write its results table (``make benchmarks``, issue #9 §3).
+
+Each ``bench_<name>.py`` runs in its own Python process (fresh threads and memory, so one
+benchmark's models do not slow the next), returns its rows (``rows(argv)``), and the rows are
+gathered with the run's provenance into ``data/benchmarks/results.json`` and the markdown table
+``data/benchmarks/results.md`` that the appendix page ``book/benchmarks.md`` includes. Ratios are
+the targets (measured within one run, on one machine state); absolute times are context.
+
+A benchmark that fails is recorded with its error and the others still run; the exit status is 1
+when any failed. ``--quick`` shrinks every benchmark to check the plumbing in a few minutes (its
+numbers mean nothing; it writes to ``data/cache/benchmarks_quick`` unless ``--out`` is given).
+
+Run: ``python benchmarks/run_all.py [--only book maxsim] [--quick] [--out DIR]``.
+Leaves out: the experiments (``make experiments``) and the gpu profile.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from report import ROOT, load_average, provenance, write_results
+
+HERE = Path(__file__).resolve().parent
+# In the order they run: the model layer first, the whole book last.
+BENCHMARKS = {
+    "models": "model layer: load, sampling with prefix reuse, batched P(Yes)",
+    "maxsim": "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply",
+    "rcts": "RCTS (MCTS-HR) cost against Vanilla-RAG",
+    "critic": "ReAG critic: batched vs one passage per call",
+    "grpo": "GRPO step (ReAG Eq. 6-7): ours vs TRL",
+    "molt": "MOLT (App. C): one-pass ladder vs iterative pairwise",
+    "book": "the book: execution time and reproducibility",
+}
+QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
+              "critic": "--queries 1 --k 1", "molt": "--queries 1 --repeats 1",
+              "book": "--only 01_models"}
+
+
+def run_child(name: str, argv: list[str], out: Path) -> None:
+    """In the child process: import ``bench_<name>``, run ``rows(argv)``, dump the rows to ``out``."""
+    module = importlib.import_module(f"bench_{name}")
+    rows = module.rows(argv)
+    out.write_text(json.dumps(rows, default=str), encoding="utf-8")
+
+
+def run_benchmark(name: str, argv: list[str]) -> dict:
+    """``{"title", "seconds", "rows", "error"}`` for one benchmark, run in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rows.json"
+        cmd = [sys.executable, str(HERE / "run_all.py"), "--child", name, "--child-out", str(out), "--", *argv]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=HERE, stderr=subprocess.PIPE, text=True)
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+            sys.stderr.write(proc.stderr[-4000:] if proc.stderr else "")
+            return {"title": BENCHMARKS[name], "seconds": round(seconds, 1), "rows": [], "error": tail[0][:500]}
+        rows = json.loads(out.read_text(encoding="utf-8"))
+    return {"title": BENCHMARKS[name], "seconds": round(seconds, 1), "rows": rows, "error": ""}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Run every benchmark and write data/benchmarks/results.{json,md}.")
+    ap.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run these benchmarks only")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: check the plumbing, numbers meaningless")
+    ap.add_argument("--out", type=Path, default=None, help="results folder (default data/benchmarks)")
+    ap.add_argument("--child", choices=sorted(BENCHMARKS), help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        run_child(args.child, args.rest, args.child_out)
+        return 0
+    names = args.only or list(BENCHMARKS)
+    out_dir = args.out or (ROOT / "data" / "cache" / "benchmarks_quick" if args.quick else ROOT / "data" / "benchmarks")
+    results = {"provenance": provenance(), "quick": args.quick, "benchmarks": {}}
+    for name in names:
+        bench_argv = shlex.split(QUICK_ARGS.get(name, "")) if args.quick else []
+        print(f"== {name}: {BENCHMARKS[name]}", flush=True)
+        results["benchmarks"][BENCHMARKS[name]] = run_benchmark(name, bench_argv)
+        bench = results["benchmarks"][BENCHMARKS[name]]
+        print(f"   {bench['seconds']:.0f} s" + (f", FAILED: {bench['error']}" if bench["error"] else ""), flush=True)
+    results["provenance"]["load_average_end"] = load_average()
+    json_path, md_path = write_results(results, out_dir)
+    print(md_path.read_text(encoding="utf-8"))
+    print(f"wrote {json_path.relative_to(ROOT) if json_path.is_relative_to(ROOT) else json_path} and {md_path.name}")
+    return 1 if any(b["error"] for b in results["benchmarks"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

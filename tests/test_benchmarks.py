@@ -1,0 +1,116 @@
+"""The benchmark runner's rows, table writer and provenance, on fake rows (no timing, no models)."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from _timing import best_of, format_goal, format_value, row  # noqa: E402
+from report import provenance, render_markdown, write_results  # noqa: E402
+
+
+def _fake_results():
+    return {
+        "provenance": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True,
+                       "date_utc": "2026-11-22T09:00:00+00:00", "cpu": "Fake CPU", "cpu_count": 8, "cpus_usable": 2,
+                       "torch": "2.13.0", "transformers": "5.23.0", "python": "3.11.9", "profile": "cpu",
+                       "load_average_start": [3.5, 2.0, 1.25], "load_average_end": [4.0, 2.5, 1.5]},
+        "benchmarks": {
+            "RCTS cost": {"seconds": 42.4, "error": "", "rows": [
+                row("RCTS / Vanilla-RAG", 9.5, "x", ("<=", 8), "20 queries | early stop"),
+                row("Vanilla-RAG s per query", 0.123, "s", kind="time")]},
+            "MaxSim": {"seconds": 3.0, "error": "", "rows": [row("MaxSim / matmul", 0.61, "x", (">=", 0.5))]},
+            "GRPO": {"seconds": 1.0, "error": "ModuleNotFoundError: No module named 'datasets'", "rows": []},
+        },
+    }
+
+
+@pytest.mark.parametrize("op,bound,value,met", [("<=", 8, 8.0, True), ("<=", 8, 8.01, False), (">", 1, 1.0, False),
+                                                (">=", 0.5, 0.5, True), ("==", 0, 0, True), ("==", 0, 2, False),
+                                                ("<", 90, 91.0, False)])
+def test_row_meets_its_goal(op, bound, value, met):
+    r = row("x", value, "x", (op, bound))
+    assert r["met"] is met and r["goal"] == [op, bound] and r["value"] == value
+
+
+def test_row_without_goal_or_number_has_no_verdict():
+    assert row("a", 3.0)["met"] is None
+    assert row("b", "1 / 4", goal=("<=", 2))["met"] is None
+    assert row("c", float("nan"), goal=("<=", 2))["met"] is None
+
+
+@pytest.mark.parametrize("goal,kind", [(("~", 1), "ratio"), (("<=",), "ratio"), (None, "speed")])
+def test_row_rejects_bad_goal_or_kind(goal, kind):
+    with pytest.raises(ValueError):
+        row("x", 1.0, "x", goal, kind=kind)
+
+
+def test_format_value_and_goal():
+    assert format_value(3.14159, "x") == "3.14x"
+    assert format_value(12.0, "s") == "12.00 s"
+    assert format_value(7, "") == "7"
+    assert format_value(1.5e6, "") == "1.5e+06"
+    assert format_value("1 / 4", "") == "1 / 4"
+    assert format_goal(["<=", 8]) == "<= 8" and format_goal(None) == ""
+
+
+def test_best_of_keeps_the_last_result_and_rejects_zero_repeats():
+    calls = []
+    seconds, out = best_of(lambda: calls.append(1) or len(calls), 3)
+    assert out == 3 and len(calls) == 3 and seconds >= 0
+    with pytest.raises(ValueError):
+        best_of(lambda: None, 0)
+
+
+def test_markdown_table_has_provenance_rows_verdicts_and_errors():
+    md = render_markdown(_fake_results())
+    assert "commit `0123456789`" in md and "(uncommitted changes)" in md
+    assert "2 usable of 8 CPUs" in md and "torch 2.13.0" in md
+    assert "at start: 3.5, 2, 1.25; at end: 4, 2.5, 1.5" in md
+    assert "| RCTS / Vanilla-RAG | 9.50x | <= 8 | **no** | ratio (the target) | 20 queries \\| early stop |" in md
+    assert "| MaxSim / matmul | 0.61x | >= 0.5 | yes |" in md
+    assert "| Vanilla-RAG s per query | 0.12 s |  |  | time (context) |" in md
+    assert "**GRPO** (1 s)" in md and "Did not finish: `ModuleNotFoundError" in md
+    # one table per finished benchmark, each row with the header's six columns
+    tables = [line for line in md.splitlines() if line.startswith("| measurement")]
+    assert len(tables) == 2
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith("| measurement"):
+            assert len(re.findall(r"(?<!\\)\|", line)) == 7, line
+
+
+def test_write_results_round_trips(tmp_path):
+    results = _fake_results()
+    json_path, md_path = write_results(results, tmp_path / "out")
+    assert json.loads(json_path.read_text()) == json.loads(json.dumps(results))
+    assert md_path.read_text() == render_markdown(results)
+    with pytest.raises(ValueError):
+        write_results({"benchmarks": {}}, tmp_path)
+
+
+def test_provenance_records_where_and_when():
+    prov = provenance()
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", prov["commit"])
+    assert isinstance(prov["dirty"], bool)
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$", prov["date_utc"])
+    assert isinstance(prov["cpu_count"], int) and prov["cpu_count"] >= 1
+    assert 1 <= prov["cpus_usable"] <= prov["cpu_count"]
+    assert prov["torch"].split(".")[0].isdigit()
+    assert all(isinstance(x, float) for x in prov["load_average_start"])
+
+
+def test_every_benchmark_script_exposes_rows():
+    import ast
+
+    from run_all import BENCHMARKS
+
+    scripts = {p.stem.removeprefix("bench_") for p in BENCH.glob("bench_*.py")}
+    assert scripts == set(BENCHMARKS), "run_all.BENCHMARKS must list every bench_*.py"
+    for name in scripts:
+        tree = ast.parse((BENCH / f"bench_{name}.py").read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert {"rows", "main"} <= functions, name

@@ -1,0 +1,210 @@
+"""Compare two executions of the same notebook, run-dependent details removed (issue #9 §2:
+"executing the book twice gives the same outputs, timings aside").
+
+``normalise_notebook`` turns an executed notebook into, per code cell, a list of normalised outputs
+(a kind such as ``stream:stdout`` or a MIME type, and comparable text); ``compare_notebooks`` lists
+where two executions differ. What is stripped, and why (everything else must match exactly):
+
+- notebook metadata (kernel and language versions, the saved widget state with its progress-bar
+  rates) and cell metadata (``execution`` timestamps): they describe the run, not the content;
+- execution counts: they only count cells run, and a re-run of one cell changes them;
+- output metadata (image sizes in inches, ``isolated`` flags): presentation, not content;
+- durations in text (``1.3 s``, ``250 ms``, ``2 min``, ``0.5 seconds``): wall time varies;
+- tqdm bars: carriage-return redraws (only each line's final state is kept) and the
+  ``[elapsed<remaining, rate]`` block (``12.3it/s``);
+- memory addresses (``<object at 0x7f...>``): the allocator's choice;
+- widget model ids (``model_id`` in ``application/vnd.jupyter.widget-view+json``): fresh uuids;
+- random ids in HTML: pandas Styler's ``T_xxxxx`` table ids and any uuid; temporary paths;
+- how the kernel split a cell's stream into messages: consecutive stream outputs of the same
+  name are joined (flush timing decides the split; myst-nb merges them too);
+- PNG/JPEG/GIF bytes: images are compared as decoded pixels, so encoder metadata chunks do not
+  count; a picture that differs by one pixel still does.
+
+Leaves out: executing notebooks (``tools.nb_execute``), and numeric tolerance: a float printed
+differently is a difference (the book promises the same outputs, and seeds make that possible).
+Run: ``python -m tools.nb_compare A.ipynb B.ipynb`` or ``python -m tools.nb_compare DIR_A DIR_B``.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif")
+
+# (pattern, replacement), applied in this order to every text output.
+TEXT_RULES = [
+    (re.compile(r"\[[\d:]+<[\d:?]+(?:,\s*[^\]]*)?\]"), "[<tqdm>]"),                  # tqdm elapsed<left, rate
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:it/s|s/it)"), "<rate>"),              # loose tqdm rates
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?"
+                r"(?:ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?)\b"), "<time>"),  # durations
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),                                  # memory addresses
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"\bT_[0-9a-f]{5}(?=[_\s\"'>#.])"), "T_<id>"),                       # pandas Styler ids
+    (re.compile(r"/tmp/[\w./-]+"), "<tmp>"),                                          # temporary paths
+]
+
+
+@dataclass(frozen=True)
+class OutputDifference:
+    """One place where two executions differ after normalisation."""
+
+    notebook: str   # the notebook's name
+    cell: int       # index of the cell in the notebook (0-based, markdown cells counted)
+    output: int     # index of the normalised output in that cell (-1: the cell as a whole)
+    kind: str       # "stream:stdout", a MIME type, "source", "outputs" (their number or kinds)
+    first: str      # the first differing line of the first execution ("" when it has none)
+    second: str     # the same line of the second execution
+
+    def __str__(self) -> str:
+        return (f"{self.notebook} cell {self.cell} output {self.output} [{self.kind}]:\n"
+                f"  - {self.first!r}\n  + {self.second!r}")
+
+
+def normalise_text(text: str) -> str:
+    """Text with tqdm redraws collapsed and durations, addresses and random ids replaced."""
+    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+    for pattern, replacement in TEXT_RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _as_text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _image_digest(data: str) -> str:
+    """A hash of the decoded pixels (size, mode, bytes); of the raw bytes when it does not decode."""
+    try:
+        raw = base64.b64decode(_as_text(data).strip())
+    except (ValueError, TypeError):
+        return "undecodable:" + hashlib.sha256(_as_text(data).encode()).hexdigest()
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as img:
+            img.load()
+            head = f"{img.size}{img.mode}".encode()
+            return "pixels:" + hashlib.sha256(head + img.tobytes()).hexdigest()
+    except Exception:  # not an image PIL reads: compare the bytes themselves
+        return "bytes:" + hashlib.sha256(raw).hexdigest()
+
+
+def _normalise_data(mime: str, value) -> str:
+    if mime in IMAGE_MIMES:
+        return _image_digest(value)
+    if mime == WIDGET_MIME:
+        view = dict(value) if isinstance(value, dict) else {}
+        view.pop("model_id", None)
+        return json.dumps(view, sort_keys=True)
+    if isinstance(value, (dict, list)) and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return normalise_text(json.dumps(value, sort_keys=True))
+    if mime == "image/svg+xml":
+        return normalise_text(re.sub(r"<metadata>.*?</metadata>", "", _as_text(value), flags=re.S))
+    return normalise_text(_as_text(value))
+
+
+def normalise_outputs(outputs: list) -> list[tuple[str, str]]:
+    """A cell's outputs as ``(kind, comparable text)`` pairs, consecutive same-name streams joined."""
+    out: list[tuple[str, str]] = []
+    pending_stream: tuple[str, str] | None = None
+    for output in outputs or []:
+        kind = output.get("output_type", "")
+        if kind == "stream":
+            name = f"stream:{output.get('name', '')}"
+            text = _as_text(output.get("text", ""))
+            if pending_stream and pending_stream[0] == name:
+                pending_stream = (name, pending_stream[1] + text)
+            else:
+                if pending_stream:
+                    out.append(pending_stream)
+                pending_stream = (name, text)
+            continue
+        if pending_stream:
+            out.append(pending_stream)
+            pending_stream = None
+        if kind == "error":
+            out.append(("error", normalise_text(f"{output.get('ename')}: {output.get('evalue')}")))
+            continue
+        for mime, value in sorted((output.get("data") or {}).items()):
+            out.append((mime, _normalise_data(mime, value)))
+    if pending_stream:
+        out.append(pending_stream)
+    return [(kind, normalise_text(text) if kind.startswith("stream:") else text) for kind, text in out]
+
+
+def normalise_notebook(nb: dict) -> dict[int, list[tuple[str, str]]]:
+    """``{cell index: normalised outputs}`` for every code cell of an executed notebook."""
+    return {i: normalise_outputs(cell.get("outputs", []))
+            for i, cell in enumerate(nb.get("cells", [])) if cell.get("cell_type") == "code"}
+
+
+def _first_difference(a: str, b: str) -> tuple[str, str]:
+    la, lb = a.splitlines(), b.splitlines()
+    for x, y in zip(la, lb):
+        if x != y:
+            return x[:300], y[:300]
+    if len(la) != len(lb):
+        i = min(len(la), len(lb))
+        return (la[i][:300] if i < len(la) else ""), (lb[i][:300] if i < len(lb) else "")
+    return a[:300], b[:300]   # same lines, different trailing whitespace
+
+
+def compare_notebooks(first: dict, second: dict, name: str = "notebook") -> list[OutputDifference]:
+    """Every difference between two executions of one notebook, in cell order ([] when equal).
+    A cell whose source differs is reported once as ``source`` (not a non-determinism)."""
+    diffs: list[OutputDifference] = []
+    cells_a, cells_b = first.get("cells", []), second.get("cells", [])
+    if len(cells_a) != len(cells_b):
+        diffs.append(OutputDifference(name, -1, -1, "cells", f"{len(cells_a)} cells", f"{len(cells_b)} cells"))
+        return diffs
+    norm_a, norm_b = normalise_notebook(first), normalise_notebook(second)
+    for i in sorted(norm_a):
+        src_a, src_b = _as_text(cells_a[i].get("source", "")), _as_text(cells_b[i].get("source", ""))
+        if src_a != src_b:
+            diffs.append(OutputDifference(name, i, -1, "source", *_first_difference(src_a, src_b)))
+            continue
+        outs_a, outs_b = norm_a[i], norm_b.get(i, [])
+        if [k for k, _ in outs_a] != [k for k, _ in outs_b]:
+            diffs.append(OutputDifference(name, i, -1, "outputs", " ".join(k for k, _ in outs_a),
+                                          " ".join(k for k, _ in outs_b)))
+            continue
+        for j, ((kind, text_a), (_, text_b)) in enumerate(zip(outs_a, outs_b)):
+            if text_a != text_b:
+                diffs.append(OutputDifference(name, i, j, kind, *_first_difference(text_a, text_b)))
+    return diffs
+
+
+def compare_files(first: Path, second: Path) -> list[OutputDifference]:
+    """``compare_notebooks`` on two .ipynb files."""
+    a, b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in (first, second))
+    return compare_notebooks(a, b, Path(first).stem)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Compare two executions of notebooks (timings aside).")
+    ap.add_argument("first", type=Path, help="an executed .ipynb, or a folder of them")
+    ap.add_argument("second", type=Path, help="the same notebook(s) executed again")
+    args = ap.parse_args(argv)
+    if args.first.is_dir():
+        pairs = [(p, args.second / p.name) for p in sorted(args.first.glob("*.ipynb"))]
+        missing = [str(b) for _, b in pairs if not b.exists()]
+        pairs = [(a, b) for a, b in pairs if b.exists()]
+    else:
+        pairs, missing = [(args.first, args.second)], []
+    diffs = [d for a, b in pairs for d in compare_files(a, b)]
+    for d in diffs:
+        print(d)
+    print(f"{len(pairs)} notebook(s) compared, {len(diffs)} difference(s); missing: {missing or 'none'}")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

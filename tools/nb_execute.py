@@ -1,0 +1,93 @@
+"""Execute the book's notebooks one after another with nbclient, timing each, the way ``make book``
+does (myst-nb, force mode): same kernel, the notebook's own folder as working directory, the cpu
+profile and the Makefile's environment (``PYTHONHASHSEED=0``, offline hub, no tokenizer threads).
+
+``book_notebooks`` lists the notebooks of ``_toc.yml`` in book order; ``execute_notebook`` runs one
+in a fresh kernel and returns the executed notebook with its wall time (kernel start included: what
+a reader waits for). Leaves out: comparing executions (``tools.nb_compare``) and the HTML build.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The environment of `make book` (Makefile exports); the profile is forced to cpu.
+BOOK_ENV = {"KBVQA_PROFILE": "cpu", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@dataclass
+class ExecutedNotebook:
+    """One execution: the notebook (nbformat node, outputs filled), its wall time and its error."""
+
+    path: Path
+    notebook: object      # nbformat.NotebookNode
+    seconds: float        # wall time, kernel start to last cell
+    error: str = ""       # "" when every cell ran; else the first line of the failure
+
+
+def book_notebooks(root: Path = ROOT) -> list[Path]:
+    """The .ipynb files listed in ``_toc.yml``, in the order the book shows them."""
+    import yaml
+
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc.get("root", "")]
+    for part in toc.get("parts", []) or []:
+        files += [c["file"] for c in part.get("chapters", []) or [] if "file" in c]
+    return [Path(root) / f"{f}.ipynb" for f in files if (Path(root) / f"{f}.ipynb").exists()]
+
+
+@contextlib.contextmanager
+def book_environment(extra: dict | None = None):
+    """``os.environ`` updated with ``BOOK_ENV`` (the kernel inherits it), restored afterwards."""
+    env = {**BOOK_ENV, **(extra or {})}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3") -> ExecutedNotebook:
+    """Run every cell of ``path`` in a fresh kernel (``timeout`` seconds per cell, as in
+    ``_config.yml``); a failing cell stops the run and is reported in ``error``, never raised."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    if timeout < 1:
+        raise ValueError(f"timeout must be >= 1 second, got {timeout}")
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    error = ""
+    with book_environment():
+        t0 = time.perf_counter()
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            error = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+        seconds = time.perf_counter() - t0
+    return ExecutedNotebook(path, nb, seconds, error)
+
+
+def write_notebook(executed: ExecutedNotebook, folder: Path) -> Path:
+    """Save an execution as ``folder/<name>.ipynb`` (the layout of ``_build/jupyter_execute``)."""
+    import nbformat
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / executed.path.name
+    nbformat.write(executed.notebook, target)
+    return target
