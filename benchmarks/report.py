@@ -93,6 +93,8 @@ def render_markdown(results: dict) -> str:
         f"- load average (1, 5, 15 min) at start: {load('load_average_start')}; at end: {load('load_average_end')}",
         "",
     ]
+    if results.get("quick"):
+        lines[1:1] = ["- **quick run** (`--quick`: tiny sizes to check the plumbing; the numbers mean nothing)"]
     for name, bench in results.get("benchmarks", {}).items():
         seconds = bench.get("seconds")
         took = f" ({seconds:.0f} s)" if isinstance(seconds, (int, float)) else ""
