@@ -1,0 +1,120 @@
+"""kbvqa.paper_vs_ours: directions, verdicts, each part's effects from committed or synthetic results."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbvqa.config import DATA_DIR
+from kbvqa.paper_vs_ours import (
+    Effect,
+    all_effects,
+    direction,
+    draw_effects,
+    effect_rows,
+    molt_effects,
+    rcts_effects,
+    reag_effects,
+    serts_effects,
+    verdict,
+    verdict_counts,
+)
+
+
+def effect(paper, ours, interval):
+    return Effect("ReAG", "x", "Tab. 0", "accuracy %", paper, ours, interval, 10, "")
+
+
+def test_direction_by_interval_and_by_sign():
+    assert direction(3.0, (0.5, 6.0)) == "up"
+    assert direction(-3.0, (-6.0, -0.1)) == "down"
+    assert direction(3.0, (-0.1, 6.0)) == "flat"
+    assert direction(0.4, flat=0.5) == "flat" and direction(0.6, flat=0.5) == "up" and direction(-2) == "down"
+
+
+@pytest.mark.parametrize("paper, ours, interval, expected", [
+    ((10, 20), (5, 9), (1, 7), "same"),
+    ((10, 20), (5, 1), (-7, -1), "opposite"),
+    ((10, 20), (5, 5), (-2, 2), "flat"),
+    ((20, 10), (5, 1), None, "same"),
+    ((10, 10.2), (5, 9), (1, 7), "differs"),       # the paper's +0.2 is flat
+    ((10, 10.2), (5, 5), (0, 0), "same"),
+])
+def test_verdict(paper, ours, interval, expected):
+    assert verdict(effect(paper, ours, interval)) == expected
+
+
+def test_rcts_effects_pair_the_paper_tables_with_our_runs():
+    if not (DATA_DIR / "experiments" / "rcts" / "results.json").exists():
+        pytest.skip("no committed RCTS results")
+    effects = {e.name: e for e in rcts_effects()}
+    assert effects["RCTS vs Vanilla-RAG"].paper == (71.94, 78.99)
+    assert effects["+ MCTS-HR (no reasoning context)"].paper == (86.68, 88.92)
+    for e in effects.values():
+        low, high = e.ours_interval
+        assert 0 <= e.ours[0] <= 100 and 0 <= e.ours[1] <= 100 and e.n > 0
+        assert low - 1e-6 <= e.ours_diff <= high + 1e-6
+
+
+def test_reag_effects_follow_the_ladder():
+    if not (DATA_DIR / "experiments" / "reag" / "results.json").exists():
+        pytest.skip("no committed ReAG results")
+    effects = reag_effects()
+    assert effects[0].paper == (18.3, 10.1)               # coarse vs no retrieval: the paper goes DOWN
+    assert direction(effects[0].paper_diff, flat=0.5) == "down"
+    passages = effects[-1]
+    assert passages.paper == (128.6, 5.7) and passages.ours[1] < passages.ours[0]
+    assert verdict(passages) == "same"
+
+
+def test_missing_results_name_the_file(tmp_path):
+    for loader in (serts_effects, molt_effects, reag_effects, rcts_effects):
+        with pytest.raises(ValueError, match="results.json is missing"):
+            loader(tmp_path)
+    with pytest.raises(ValueError, match="unknown parts"):
+        all_effects(("RCTS", "BLIP"))
+
+
+def _row(acc, n=100):
+    return {"accuracy": acc, "n": n, "low": 0, "high": 1}
+
+
+def test_molt_effects_from_a_results_file(tmp_path):
+    rows = {"zero_shot_one_shot": _row(0.2), "zero_shot_tournament": _row(0.6), "sft_tournament": _row(0.6),
+            "grpo_full_weak_to_strong": _row(0.3), "grpo_full_random": _row(0.3)}
+    (tmp_path / "results.json").write_text(json.dumps({"rows": rows}))
+    effects = {e.name: e for e in molt_effects(tmp_path)}
+    assert set(effects) == {"tournament vs one-shot 5-way (base)", "SFT cold start vs base tournament",
+                            "GRPO (full) vs SFT", "weak-to-strong vs random schedule"}
+    assert effects["tournament vs one-shot 5-way (base)"].paper == (79.4, 81.0)
+    assert verdict(effects["tournament vs one-shot 5-way (base)"]) == "same"      # +40 points, n = 100
+    assert verdict(effects["GRPO (full) vs SFT"]) == "opposite"
+    assert verdict(effects["weak-to-strong vs random schedule"]) == "flat"
+    assert effects["weak-to-strong vs random schedule"].paper == (85.5, 88.3)
+
+
+def test_serts_effects_use_the_seed_spread(tmp_path):
+    def row(method, f1, spread, rouge=(0.2, 0.0)):
+        return {"method": method, "n": 30, "seeds": [42, 43, 44], "f1": [f1, spread], "rouge2_f": list(rouge)}
+
+    rows = [row("bm25", 0.40, 0.01), row("serts_12", 0.55, 0.02, (0.2, 0.01)), row("reflection_12", 0.54, 0.05)]
+    (tmp_path / "results.json").write_text(json.dumps({"setups": {"scripted": {"rows": rows}}}))
+    effects = {e.name: e for e in serts_effects(tmp_path)}
+    bm25 = effects["SeRTS (Sim 12) vs BM25"]
+    assert bm25.ours == (40.0, 55.0) and bm25.ours_interval == (12.0, 18.0) and verdict(bm25) == "same"
+    assert verdict(effects["SeRTS vs self-reflection (Sim 12)"]) == "flat"        # +1 within a 7-point spread
+    assert "MAX UCB vs RANDOM policy, answers" not in effects                     # no random-policy row
+    assert bm25.n == 90
+
+
+def test_rows_counts_and_figure():
+    effects = [effect((10, 20), (5, 9), (1, 7)), effect((10, 20), (5, 5), (-2, 2)),
+               Effect("MOLT", "y", "Tab. 5", "passages per query", (1, 2), (1, 2), None, 3, "")]
+    rows = effect_rows(effects)
+    assert rows[0]["verdict"] == "same" and rows[0]["direction (paper / ours)"] == "up / up"
+    assert rows[1]["ours 95% interval"] == "[-2, 2]" and rows[2]["ours 95% interval"] == ""
+    assert verdict_counts(effects) == {"ReAG": {"same": 1, "flat": 1}, "MOLT": {"same": 1}}
+    fig = draw_effects(effects)
+    assert len(fig.axes[0].lines) >= 3                         # markers + diagonal + axes lines
+    with pytest.raises(ValueError):
+        draw_effects(effects[2:])                              # nothing in percent
