@@ -1,0 +1,164 @@
+"""Tests of the SeRTS experiments (kbvqa.experiments.serts_experiment / serts_results): methods and the
+paper's tables, one chunk with the scripted models and a FAKE answerer (records, repeatability),
+aggregation over seeds, the live agreement check, files, figures and the committed table. No model is
+loaded here."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kbvqa.experiments import serts_experiment as ex
+from kbvqa.experiments import serts_results as res
+
+
+class FakeAnswerer:
+    """A VLM stand-in for Tab. 10 answers: names the first abstract's title (or 'nothing')."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, prompts, n=1, max_new_tokens=8, seed=0, batch_size=8, details=True, **kwargs):
+        self.calls += 1
+        texts = []
+        for chat in prompts:
+            text = " ".join(p.get("text", "") for turn in chat for p in turn["content"] if p.get("type") == "text")
+            context = text.split("### Input:", 1)[-1].strip().split(".")[0]
+            texts.append([f"about {context}" if context and context != "None" else "nothing"])
+        return SimpleNamespace(texts=texts, num_tokens=[[len(t[0].split())] for t in texts])
+
+
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data.toyworld import get_world
+
+    return get_world(0)
+
+
+@pytest.fixture(scope="module")
+def chunk(world):
+    qs = ex.experiment_questions(world, "scripted", ex.ExperimentConfig())[:3]
+    return qs, ex.run_chunk("scripted", world, FakeAnswerer(), qs, 42, 0, ex.ExperimentConfig())
+
+
+def test_methods_cover_the_papers_rows():
+    names = [m.name for m in ex.METHODS]
+    assert len(set(names)) == len(names)
+    for table in (res.PAPER_TAB3, res.PAPER_TAB4, res.PAPER_TAB6, res.PAPER_TAB9):
+        assert set(table) <= set(names)
+    policies = {m.policy for m in ex.METHODS if m.kind == "serts" and m.sim == 12}
+    assert policies == {"ucb", "greedy", "random"}                       # Tab. 6
+    assert res.PAPER_TAB6["serts_12"] == res.PAPER_TAB4["serts_12"]["gpt-3.5"]   # Tab. 6 is GPT-3.5
+    assert res.PAPER_TAB3["serts_12"]["llama2-7b"][3] == 85.55 and res.PAPER_TAB9["serts_12"] == 679_584
+
+
+def test_bad_config_and_setup(world):
+    for kwargs in ({"scripted_n": 0}, {"chunk": 0}, {"seeds": ()}, {"tiny_n": -1}):
+        with pytest.raises(ValueError):
+            ex.ExperimentConfig(**kwargs)
+    with pytest.raises(ValueError):
+        ex.make_models("gpt", world, None, 0, ex.ExperimentConfig())
+    with pytest.raises(ValueError):
+        res.table({"setups": {}}, "scripted", "tab5")
+
+
+def test_chunk_records(world, chunk):
+    from kbvqa.metrics.retrieval import retrieval_prf
+    from kbvqa.search.serts_eval import toy_literature_task
+
+    qs, records = chunk
+    assert len(records) == len(qs) * len(ex.METHODS)
+    by = {(r["method"], r["id"]): r for r in records}
+    retrieve, _ = toy_literature_task(world)
+    for q in qs:
+        gold, bm25 = by[("ground_truth", q.id)], by[("bm25", q.id)]
+        assert gold["recall"] == gold["precision"] == gold["hit"] == 1.0
+        assert bm25["docs"] == retrieve(q.question, 5)
+        assert bm25["recall"] == pytest.approx(retrieval_prf(bm25["docs"], q.gold_doc_ids).recall, abs=1e-4)
+        assert "nodes" not in bm25 and gold["answer"].startswith("about ")
+        for m in ex.METHODS[2:]:
+            r = by[(m.name, q.id)]
+            assert 1 <= r["nodes"] <= m.sim and r["proposer_calls"] == r["nodes"]
+            assert r["well_formed"] == r["nodes"] and r["score_parsed"] <= r["nodes"]
+            assert set(bm25["docs"]) != set(r["docs"]) or r["recall"] == bm25["recall"]
+    # the scripted search finds more of the gold abstracts than the question alone
+    mean = lambda name: sum(by[(name, q.id)]["recall"] for q in qs) / len(qs)  # noqa: E731
+    assert mean("serts_12") > mean("bm25")
+
+
+def test_chunk_is_repeatable(world, chunk):
+    qs, records = chunk
+    again = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 42, 0, ex.ExperimentConfig(), methods=ex.METHODS[2:4])
+    assert again == [r for r in records if r["method"] in ("reflection_6", "serts_6")]
+    other = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 43, 0, ex.ExperimentConfig(), methods=ex.METHODS[3:4])
+    assert [r["seed"] for r in other] == [43] * len(qs)
+
+
+def _rec(method, seed, qid, recall, tokens=10):
+    rec = {"method": method, "seed": seed, "id": qid, "docs": ["a"], "answer": "x", "precision": 0.5,
+           "recall": recall, "f1": 0.4, "hit": float(recall > 0), "rouge2_r": 0.1, "rouge2_f": 0.1,
+           "rougesu4_r": 0.2, "rougesu4_f": 0.2}
+    if method != "bm25":
+        rec.update(proposer_tokens=tokens, evaluator_tokens=tokens, proposer_calls=2, evaluator_calls=2, nodes=2,
+                   stopped_early=False, best_score=3, well_formed=1, score_parsed=2)
+    return rec
+
+
+def test_summarise_mean_and_spread_over_seeds():
+    records = [_rec("bm25", s, q, r) for s, q, r in [(42, "a", 0.0), (42, "b", 1.0), (43, "a", 1.0), (43, "b", 1.0)]]
+    records += [_rec("serts_12", s, q, 1.0, tokens=t) for s, q, t in [(42, "a", 10), (42, "b", 20), (43, "a", 30), (43, "b", 40)]]
+    out = res.summarise({"scripted": records}, note="x")
+    rows = {r["method"]: r for r in out["setups"]["scripted"]["rows"]}
+    assert out["note"] == "x" and out["setups"]["scripted"]["n"] == 2 and list(rows) == ["bm25", "serts_12"]
+    assert rows["bm25"]["recall"] == [0.75, 0.5] and rows["bm25"]["seeds"] == [42, 43]
+    assert rows["serts_12"]["generated_tokens"] == [50.0, 40.0] and rows["serts_12"]["well_formed_share"] == [0.5, 0.0]
+    assert rows["bm25"]["paper_recall"] == 47.16 and rows["serts_12"]["paper_recall"] == 58.96
+    assert rows["serts_12"]["paper_tab6_rougesu4_f"] == 27.77
+    tab3 = res.table(out, "scripted", "tab3")
+    assert [r["method"] for r in tab3] == [rows["bm25"]["label"], rows["serts_12"]["label"]]
+    assert tab3[0]["recall"] == "75.0 ± 50.0" and tab3[1]["paper recall"] == 58.96
+    with pytest.raises(ValueError):
+        res.summarise({"tiny": []})
+
+
+def test_live_agreement():
+    committed = [_rec("bm25", 42, q, r) for q, r in (("a", 1.0), ("b", 0.0))]
+    same = res.live_agreement(committed, committed)[0]
+    assert same["same abstracts"] == 1.0 and same["hit agrees"] and same["recall live"] == 0.5
+    changed = [dict(committed[0], docs=["z"], recall=0.0, hit=0.0), committed[1]]
+    row = res.live_agreement(changed, committed)[0]
+    assert row["same abstracts"] == 0.5 and row["recall live"] == 0.0 and row["recall committed"] == 0.5
+    with pytest.raises(ValueError):
+        res.live_agreement([_rec("bm25", 42, "c", 1.0)], committed)
+
+
+def test_files_and_figures_roundtrip(tmp_path, chunk):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    records = chunk[1]
+    out = res.summarise({"scripted": records, "tiny": records})
+    res.write_results(out, tmp_path)
+    ex.write_run(tmp_path / "runs" / "scripted.jsonl", {"setup": "scripted"}, records)
+    assert res.load_results(tmp_path) == out and res.load_records("scripted", tmp_path) == records
+    assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(ex.METHODS)
+    assert res.table(out, "tiny", "tab9")[0]["vs reflection Sim 6"] == 1.0
+    fig = res.draw_retrieval(out)
+    assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 15
+    assert len(res.draw_policies(out).axes) == 2
+
+
+def test_committed_results():
+    path = ex.RESULTS_DIR / "results.json"
+    if not path.exists():
+        pytest.skip("no committed SeRTS results")
+    out = res.load_results()
+    assert set(out["setups"]) == set(ex.SETUPS) and out["provenance"]["git_commit"]
+    for setup, block in out["setups"].items():
+        rows = {r["method"]: r for r in block["rows"]}
+        assert set(rows) == {m.name for m in ex.METHODS} and all(r["seeds"] == [42, 43, 44] for r in rows.values())
+        assert rows["ground_truth"]["recall"][0] == 1.0
+    scripted = {r["method"]: r for r in out["setups"]["scripted"]["rows"]}
+    assert scripted["serts_12"]["recall"][0] > scripted["bm25"]["recall"][0] + 0.2   # the mechanism works
+    records = res.load_records("scripted")
+    assert {r["id"] for r in records} and len(records) == out["setups"]["scripted"]["n"] * 3 * len(ex.METHODS)
