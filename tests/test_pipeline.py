@@ -192,3 +192,16 @@ def test_ablation_rows_are_valid_and_summarised():
     table = summarise(records)
     assert [r["row"] for r in table["rows"]] == ["reader_alone", "coarse"]
     assert table["rows"][1]["accuracy"] == 1.0 and table["rows"][1]["versus"]["diff"] == 1.0
+
+
+def test_where_lost_names_the_first_stage_that_lost_the_evidence():
+    from kbvqa.experiments.pipeline_results import LOSSES, where_lost
+
+    def rec(flags, correct=False):
+        return dict(zip(("ev_retrieved", "ev_critic", "ev_candidates", "ev_context"), flags), correct=correct)
+
+    counts = where_lost([rec([False] * 4), rec([True, False, False, False]), rec([True, True, False, False]),
+                         rec([True, True, True, False]), rec([True] * 4), rec([True] * 4, True),
+                         rec([True, False, False, False], True)])
+    assert list(counts) == list(LOSSES)
+    assert list(counts.values()) == [1, 1, 1, 1, 1, 2]

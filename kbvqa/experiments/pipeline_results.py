@@ -10,7 +10,8 @@
   flagged: they are ceilings, not settings one could run.
 - ``write_results`` / ``load_results`` / ``load_records``, ``table_rows`` (plain dicts for a
   DataFrame), ``print_table``, ``draw_ablation`` (accuracy with intervals beside the recall after
-  each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records).
+  each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records),
+  ``where_lost(records)``: per query, the first stage that lost the evidence (or the answer).
 
 Leaves out: running the rows (``pipeline_ablation``).
 """
@@ -23,11 +24,29 @@ from pathlib import Path
 from kbvqa.experiments.rcts_stats import paired_bootstrap, wilson_interval
 from kbvqa.experiments.reag_ladder_results import live_agreement
 
-__all__ = ["STAGES", "draw_ablation", "live_agreement", "load_records", "load_results", "print_table",
-           "summarise", "table_rows", "write_results"]
+__all__ = ["LOSSES", "STAGES", "draw_ablation", "live_agreement", "load_records", "load_results", "print_table",
+           "summarise", "table_rows", "where_lost", "write_results"]
 
 STAGES = (("ev_retrieved", "retrieved"), ("ev_critic", "after critic"), ("ev_candidates", "ladder candidates"),
           ("ev_context", "reader's context"))
+
+
+LOSSES = ("not retrieved", "dropped by the critic", "not among the ladder's candidates", "not picked by the ladder",
+          "read, answered wrong", "answered right")
+
+
+def where_lost(records: list[dict]) -> dict[str, int]:
+    """How many queries lost the evidence first at each stage (``LOSSES`` order), how many read
+    it and answered wrong, how many answered right (with or without the evidence)."""
+    counts = dict.fromkeys(LOSSES, 0)
+    for r in records:
+        if r["correct"]:
+            key = "answered right"
+        else:
+            flags = [r["ev_retrieved"], r["ev_critic"], r["ev_candidates"], r["ev_context"]]
+            key = LOSSES[flags.index(False)] if False in flags else "read, answered wrong"
+        counts[key] += 1
+    return counts
 
 
 def _mean(values) -> float | None:
