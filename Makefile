@@ -17,11 +17,11 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: venv book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
+.PHONY: venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
-	@echo "make test   - unit tests, execute the book once with -W, check the built HTML"
+	@echo "make test   - unit tests, execute the book once with -W, check the built HTML (and in chromium, offline)"
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
 	@echo "make benchmarks - speed measurements, printed as ratios measured in one run"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
@@ -46,16 +46,39 @@ $(STAMP): pyproject.toml requirements/constraints-cpu.txt | $(SYSDEPS)
 
 venv: $(STAMP)
 
+# Offline book (issue #9): MathJax, RequireJS and the ipywidgets HTML manager, pinned in
+# tools/book_assets/package-lock.json; the Sphinx extension next to it copies them into
+# _build/html/_static/offline/. Debian's nodejs/npm and chromium (for the browser check) are
+# installed when missing, with the SYSDEPS pattern above.
+ASSETS := tools/book_assets
+ASSETS_STAMP := $(ASSETS)/node_modules/.installed
+$(ASSETS_STAMP): $(ASSETS)/package.json $(ASSETS)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing nodejs and npm (for the book's offline assets)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm; }
+	cd $(ASSETS) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $(ASSETS_STAMP)
+
+vendor: $(ASSETS_STAMP)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "installing chromium (for the offline browser check of the book)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
 # --all re-reads (so re-executes) every page even when _build is up to date; -W turns a failed
 # cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
-book: $(STAMP)
+book: $(STAMP) $(ASSETS_STAMP)
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@test -f _build/html/index.html && echo "book: _build/html/index.html"
 
 unit: $(STAMP)
 	@$(call run_pytest,tests -m "not book")
 
-book-check: $(STAMP)
+# The browser check (tests/test_book_browser.py) saves one screenshot per part in _build/screenshots/.
+book-check: $(STAMP) $(ASSETS_STAMP) chromium
 	@export KBVQA_REQUIRE_BOOK=1; $(call run_pytest,tests -m book)
 
 # Lint and unit tests first (fast failure), then one execution of the book, then checks on its HTML.
