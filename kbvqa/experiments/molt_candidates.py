@@ -13,6 +13,8 @@ a few queries), the tournament.
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -37,10 +39,14 @@ def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
                              doc_image=doc_image_of(world))
 
 
-def candidate_sets(world, pipeline, queries):
-    """One ``CandidateSet`` per query with the oracle passage extractor."""
+def candidate_sets(world, pipeline, queries, n: int | None = None):
+    """One ``CandidateSet`` per query with the oracle passage extractor; ``n`` overrides the
+    pipeline's fused length (the index and the token cache are shared, nothing is rebuilt)."""
     from kbvqa.tournament_candidates import oracle_extractor
 
+    if n is not None:
+        pipeline = copy.copy(pipeline)
+        pipeline.config = dataclasses.replace(pipeline.config, n=n)
     return [pipeline.run(q, oracle_extractor(world, q)) for q in queries]
 
 
