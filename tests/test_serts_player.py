@@ -54,3 +54,12 @@ def test_html_slider_has_one_frame_per_snapshot(result):
     page = serts_tree_html(result, max_frames=3, dpi=30).data
     assert page.count("<img") == 3 and 'type="range"' in page
     assert f"after expansion {len(result.nodes) - 1} of {len(result.nodes) - 1}" in page
+
+
+def test_viewer_labels_a_fallback_query_as_the_question():
+    from kbvqa.viz.serts import short_query
+
+    assert short_query("Is X safe?", question="Is X safe?") == "Q"           # the fall-back query
+    assert short_query("is x safe", question="Is X safe?") == "Q"
+    assert short_query("Is X safe? zorp", question="Is X safe?") == "Is X safe? zorp"[:28]
+    assert short_query("Is X safe zorp", question="Is X safe?") == "Q + zorp"

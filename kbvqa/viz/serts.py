@@ -2,8 +2,9 @@
 
 ``draw_serts_tree(result)`` draws a ``SeRTSResult`` (``kbvqa.search.serts``): each node shows its
 0..5 score R_i (colour: red 0 -> green 5), visits N and mean backed-up value; the edge into a node
-carries its query A_i (shortened, "Q + added words" when it extends the question; "*" marks a
-repeated query, "?" a proposal without a ``<query>`` tag that fell back to the question).
+carries its query A_i (shortened; "Q + added words" when it extends the question, "Q" when it is the
+question, a final "?" or "." ignored); "*" marks a repeated query, "?" a proposal without a proper
+``<query>...</query>`` pair (``well_formed=False``).
 The path to the best node is drawn thick; with ``gold`` (the gold document ids) each node also
 shows how many of them its D u O_d^anc holds.
 ``serts_tree_records`` is the same information as plain rows (for a table or a test).
@@ -29,7 +30,8 @@ def short_query(query: str | None, max_chars: int = 28, question: str | None = N
     query = " ".join(str(query).split())
     if question:
         stem = " ".join(str(question).split()).rstrip("?. ")
-        if stem and (query.lower() == stem.lower() or query.lower().startswith(stem.lower() + " ")):
+        bare = query.rstrip("?. ")
+        if stem and (bare.lower() == stem.lower() or query.lower().startswith(stem.lower() + " ")):
             rest = query[len(stem):].strip(" ?.")
             query = "Q + " + rest if rest else "Q"
     return query if len(query) <= max_chars else query[: max_chars - 1] + "…"
@@ -77,7 +79,7 @@ def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_quer
             ax.plot([px, x], [py, y], color="#c0392b" if on_path else "#888888", lw=2.2 if on_path else 0.8,
                     zorder=1)
             mark = ("*" if r["repeated"] else "") + ("" if r["well_formed"] else "?")
-            label = _wrapped(short_query(r["query"], max_query_chars, result.question) + mark)
+            label = _wrapped(short_query(r["query"], max_query_chars, result.question)) + mark
             ax.text(px + 0.7 * (x - px), py + 0.7 * (y - py), label, fontsize=5.5,
                     ha="center", va="center", rotation=0, zorder=3, color="#1f3b73",
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
