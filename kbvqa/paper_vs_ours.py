@@ -196,8 +196,13 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
 
 
 # ------------------------------------------------------------------------------ MOLT
+_SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round the gold candidate plays: "
+                 "the schedule's mechanism without a trained judge")
+
+
 def molt_effects(out: Path | None = None) -> list[Effect]:
-    """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates."""
+    """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
+    tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
     from kbvqa.experiments.molt_results import PAPER_TAB5, PAPER_TAB6
 
     results = _load(Path(out or DATA_DIR / "experiments" / "molt") / "results.json")
@@ -211,7 +216,11 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
               (3, 4)),
              ("weak-to-strong vs random schedule", "Tab. 6", "grpo_full_random", "grpo_full_weak_to_strong", None),
              ("weak-to-strong vs strong-to-weak", "Tab. 6", "grpo_full_strong_to_weak", "grpo_full_weak_to_strong",
-              None)]
+              None),
+             ("weak-to-strong vs random (scripted judge, error 0.1)", "Tab. 6", "scripted_0.1_random",
+              "scripted_0.1_weak_to_strong", None),
+             ("weak-to-strong vs strong-to-weak (scripted judge, error 0.1)", "Tab. 6", "scripted_0.1_strong_to_weak",
+              "scripted_0.1_weak_to_strong", None)]
     effects = []
     for name, source, base, treat, tab5 in specs:
         if base not in rows or treat not in rows:
@@ -219,13 +228,15 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
         if tab5 is not None:
             paper = (PAPER_TAB5[tab5[0]][2], PAPER_TAB5[tab5[1]][2])
         else:
-            paper = (PAPER_TAB6[base.removeprefix("grpo_full_")], PAPER_TAB6["weak_to_strong"])
+            other = "strong_to_weak" if base.endswith("strong_to_weak") else "random"
+            paper = (PAPER_TAB6[other], PAPER_TAB6["weak_to_strong"])
         b, t = rows[base], rows[treat]
         d = t["accuracy"] - b["accuracy"]
         se = math.sqrt(sum(r["accuracy"] * (1 - r["accuracy"]) / max(r["n"], 1) for r in (b, t)))
         interval = (_pct(d - 1.96 * se), _pct(d + 1.96 * se)) if se > 0 else (_pct(d), _pct(d))
         effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper,
-                              (_pct(b["accuracy"]), _pct(t["accuracy"])), interval, t["n"], why))
+                              (_pct(b["accuracy"]), _pct(t["accuracy"])), interval, t["n"],
+                              _SCRIPTED_WHY if base.startswith("scripted") else why))
     return effects
 
 
