@@ -154,7 +154,7 @@ def test_committed_results():
         pytest.skip("no committed SeRTS results")
     out = res.load_results()
     assert set(out["setups"]) == set(ex.SETUPS) and out["provenance"]["git_commit"]
-    for setup, block in out["setups"].items():
+    for block in out["setups"].values():
         rows = {r["method"]: r for r in block["rows"]}
         assert set(rows) == {m.name for m in ex.METHODS} and all(r["seeds"] == [42, 43, 44] for r in rows.values())
         assert rows["ground_truth"]["recall"][0] == 1.0

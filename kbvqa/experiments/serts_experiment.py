@@ -95,7 +95,8 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
     raise ValueError(f"setup must be one of {SETUPS}, got {setup!r}")
 
 
-def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_text, config: ExperimentConfig, seed: int):
+def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_text, config: ExperimentConfig,
+                seed: int):
     """(abstract ids per question, SeRTSResult per question or None) for one method."""
     from kbvqa.search.serts import SeRTSConfig, run_self_reflection, run_serts
 
@@ -146,7 +147,8 @@ def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: 
     for method, docs, results in found:
         for i, (q, d) in enumerate(zip(questions, docs)):
             answer, answer_tokens = cache[(q.question, tuple(d))]
-            s, r2, su4 = retrieval_prf(d, q.gold_doc_ids), rouge_n(answer, q.solution, 2), rouge_su(answer, q.solution, 4)
+            s = retrieval_prf(d, q.gold_doc_ids)
+            r2, su4 = rouge_n(answer, q.solution, 2), rouge_su(answer, q.solution, 4)
             rec = {"setup": setup, "method": method.name, "seed": seed, "chunk": chunk, "id": q.id, "docs": d,
                    "precision": s.precision, "recall": s.recall, "f1": s.f1, "hit": s.hit,
                    "rouge2_r": r2.recall, "rouge2_f": r2.f, "rougesu4_r": su4.recall, "rougesu4_f": su4.f,
@@ -157,7 +159,8 @@ def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: 
                 rec.update(proposer_tokens=r.proposer_tokens, evaluator_tokens=r.evaluator_tokens,
                            proposer_calls=r.proposer_calls, evaluator_calls=r.evaluator_calls,
                            nodes=len(graded), stopped_early=r.stopped_early, best_score=r.best.score,
-                           well_formed=sum(n.well_formed for n in graded), score_parsed=sum(n.score_parsed for n in graded))
+                           well_formed=sum(n.well_formed for n in graded),
+                           score_parsed=sum(n.score_parsed for n in graded))
             records.append(_rounded(rec))
     return records
 
@@ -227,7 +230,8 @@ def main(argv=None) -> dict:
         times[setup] = round(time.perf_counter() - t, 1)
         write_run(args.out / "runs" / f"{setup}.jsonl", {"setup": setup, "config": asdict(config)}, runs[setup])
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
-                      setup_seconds=times, command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
+                      setup_seconds=times,
+                      command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
     results = summarise(runs, config=asdict(config), provenance=prov)
     write_results(results, args.out)
     print_tables(results)
