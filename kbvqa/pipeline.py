@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 from kbvqa.critic import check_threshold
 
-__all__ = ["READERS", "RERANKS", "RETRIEVALS", "PipelineConfig", "ladder_candidates", "ladder_choice",
-           "run_pipeline", "stage_passages"]
+__all__ = ["READERS", "RERANKS", "RETRIEVALS", "PipelineConfig", "candidate_objects", "ladder_candidates",
+           "ladder_choice", "run_pipeline", "stage_passages"]
 
 RETRIEVALS = ("none", "coarse", "coarse_fine", "evidence")
 RERANKS = ("none", "critic", "ladder", "iterative", "oracle")
@@ -131,7 +131,9 @@ def ladder_choice(text: str, ids: Sequence[str]) -> tuple[str | None, bool]:
     return (winners[-1] if winners else None), False
 
 
-def _candidate_objects(world, query, passage_ids: Sequence[str]):
+def candidate_objects(world, query, passage_ids: Sequence[str]):
+    """MOLT ``Candidate``s for passage ids (strongest first): ids "1".."N", the passage text, its
+    page's image, score = N - rank (so ``ladder_schedule`` keeps the given order)."""
     from kbvqa.tournament import Candidate
 
     out = []
@@ -152,7 +154,7 @@ def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineCon
     todo = [i for i, c in enumerate(cands) if len(c) >= 2]
     prompts, objects = [], {}
     for i in todo:
-        objs = objects[i] = _candidate_objects(world, queries[i], cands[i])
+        objs = objects[i] = candidate_objects(world, queries[i], cands[i])
         schedule = ladder_schedule([c.id for c in objs], config.order, [c.score for c in objs], config.seed)
         prompts.append(student_prompt(queries[i].question, queries[i].image, objs, schedule, config.short_prompts))
     texts = _first(judge.generate(prompts, n=1, max_new_tokens=config.ladder_tokens, temperature=0.0,
@@ -169,7 +171,7 @@ def _iterative(judge, world, queries, cands: list[list[str]], config: PipelineCo
     from kbvqa.tournament import ladder_schedule, pairwise_prompt
     from kbvqa.tournament_run import pairwise_winner
 
-    objects = {i: {o.id: o for o in _candidate_objects(world, queries[i], c)}
+    objects = {i: {o.id: o for o in candidate_objects(world, queries[i], c)}
                for i, c in enumerate(cands) if len(c) >= 2}
     schedules = {i: ladder_schedule(list(o), config.order, [c.score for c in o.values()], config.seed)
                  for i, o in objects.items()}

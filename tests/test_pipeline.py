@@ -205,3 +205,22 @@ def test_where_lost_names_the_first_stage_that_lost_the_evidence():
                          rec([True, False, False, False], True)])
     assert list(counts) == list(LOSSES)
     assert list(counts.values()) == [1, 1, 1, 1, 1, 2]
+
+
+def test_committed_table_matches_its_records():
+    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR, ROW_BY_NAME
+    from kbvqa.experiments.pipeline_results import load_records, load_results, summarise
+
+    if not (RESULTS_DIR / "results.json").exists():
+        pytest.skip("no committed pipeline ablation")
+    results, records = load_results(), load_records()
+    assert set(records) == set(ROW_BY_NAME)
+    again = {r["row"]: r for r in summarise(records)["rows"]}
+    for row in results["rows"]:
+        assert again[row["row"]]["accuracy"] == row["accuracy"] and again[row["row"]]["ev_context"] == row["ev_context"]
+    by = {r["row"]: r for r in results["rows"]}
+    # stages can only lose the evidence: recall never grows along the pipeline
+    for r in results["rows"]:
+        assert r["ev_retrieved"] >= r["ev_critic"] >= r["ev_candidates"] >= r["ev_context"]
+    assert by["evidence_alone"]["ev_context"] == 1.0 and by["reader_alone"]["ev_context"] == 0.0
+    assert by["oracle_ladder"]["ev_context"] == by["ladder"]["ev_candidates"]   # a perfect pick keeps what it is given
