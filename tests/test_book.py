@@ -18,7 +18,10 @@ MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_
                "11_rcts_hybrid_retrieval": 5, "13_rcts_mcts_hr": 1,
                "14_rcts_experiments": 4,
                "20_reag_retrieval": 4, "21_reag_critic": 5, "22_reag_cold_start": 1, "23_reag_grpo": 2,
-               "24_reag_ablation": 1}
+               "24_reag_ablation": 1,
+               "15_serts_bm25": 4, "16_serts_tree_search": 5,
+               "25_molt_candidates": 4, "26_molt_ladder": 4, "27_molt_training": 3,
+               "28_molt_weak_to_strong": 3}
 
 
 def _toc_files():
