@@ -118,3 +118,15 @@ def test_rows_counts_and_figure():
     assert len(fig.axes[0].lines) >= 3                         # markers + diagonal + axes lines
     with pytest.raises(ValueError):
         draw_effects(effects[2:])                              # nothing in percent
+
+
+def test_all_committed_parts_load():
+    from kbvqa.paper_vs_ours import PARTS
+
+    files = [DATA_DIR / "experiments" / p.lower() / "results.json" for p in PARTS]
+    if not all(f.exists() for f in files):
+        pytest.skip("not every part has committed results")
+    effects = all_effects()
+    assert {e.part for e in effects} == set(PARTS)
+    assert all(verdict(e) in ("same", "opposite", "flat", "differs") for e in effects)
+    assert all(e.ours_interval is None or e.ours_interval[0] <= e.ours_interval[1] for e in effects)
