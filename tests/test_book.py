@@ -21,7 +21,8 @@ MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_
                "24_reag_ablation": 1,
                "15_serts_bm25": 4, "16_serts_tree_search": 5,
                "25_molt_candidates": 4, "26_molt_ladder": 4, "27_molt_training": 3,
-               "28_molt_weak_to_strong": 3}
+               "28_molt_weak_to_strong": 3,
+               "30_end_to_end": 3, "31_paper_vs_ours": 2}
 
 
 def _toc_files():
