@@ -120,6 +120,7 @@ def test_every_notebook_page_has_its_colab_button():
     owner_repo = re.sub(r"^https://github\.com/|/$", "", repo["url"])
     prefix = f"{CONFIG['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{repo['branch']}/"
     for page in _notebook_pages():
+        assert (HTML / f"{page}.html").is_file(), f"{page} is in the toc but not built: rebuild"
         text = (HTML / f"{page}.html").read_text(encoding="utf-8")
         targets = set(re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', text))
         assert targets == {f"{prefix}{repo.get('path_to_book') or ''}{page}.ipynb"}, page
