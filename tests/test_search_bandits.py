@@ -104,5 +104,7 @@ def test_figures_draw_every_variant_and_the_slider_is_kernel_free():
     assert len(fig.axes[0].lines) == 2
     html = exploration_slider_html(cs=(0.2, 1.0), n_parent=10, dpi=30)
     assert 'type="range"' in html and html.count("data:image/png;base64") == 2
+    assert "c = 0.2" in html and "c = 1" in html
+    assert "://" not in html.replace("data:image", ""), "the slider must not load anything from the network"
     with pytest.raises(ValueError):
         draw_regret_curves({})

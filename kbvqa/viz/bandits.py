@@ -4,8 +4,9 @@ One pure function, ``draw_exploration_term(ax, c, n_parent, ...)``, draws the ex
 ``c * bonus(N, N_parent)`` of each UCT variant against a child's visits ``N``. Three views call it:
 
 - ``plot_exploration_term``: a static figure, one panel per ``c`` (what the built book shows);
-- ``exploration_slider_html``: a ``FuncAnimation`` over ``c`` rendered with ``to_jshtml()``: a
-  JavaScript player with a slider that works in the HTML book without a kernel;
+- ``exploration_slider_html``: one PNG per ``c`` behind the book's kernel-free slider
+  (``trees_player.frames_html``): it works in the HTML book with no kernel and no network
+  (matplotlib's ``to_jshtml`` player would fetch its button icons from a CDN);
 - ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab;
   returns ``None`` with a message when ipywidgets is missing.
 
@@ -101,29 +102,33 @@ def plot_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: 
 
 def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
                             dpi: int = 60) -> str:
-    """A kernel-free slider over ``c``: ``FuncAnimation(...).to_jshtml()`` of the draw function.
+    """A kernel-free slider over ``c``: one ``draw_exploration_term`` frame per value, shown by
+    ``kbvqa.viz.trees_player.frames_html`` (self-contained HTML: no kernel, no network).
 
     Returns the HTML string (display it with ``IPython.display.HTML``); frames are rendered at a
     low ``dpi`` to keep the page small (about 15-25 kB per frame).
     """
+    import io
+
     import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation
+
+    from kbvqa.viz.trees_player import frames_html
 
     cs = np.round(np.linspace(0.0, 2.0, 11), 2) if cs is None else np.asarray(cs, dtype=float)
     if cs.size == 0:
         raise ValueError("cs must hold at least one exploration constant")
-    fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=dpi)
-
-    def frame(i):
-        ax.clear()
-        draw_exploration_term(ax, float(cs[i]), n_parent, variants)
+    frames = []
+    for c in cs:
+        fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=dpi)
+        draw_exploration_term(ax, float(c), n_parent, variants)
         ax.legend(fontsize=7, frameon=False, loc="upper right")
-        return []
-
-    anim = FuncAnimation(fig, frame, frames=len(cs), interval=600, blit=False)
-    html = anim.to_jshtml(default_mode="once")
-    plt.close(fig)
-    return html
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        plt.close(fig)
+        frames.append(buffer.getvalue())
+    labels = [f"c = {float(c):g}" for c in cs]
+    return frames_html(frames, labels, title=f"UCT's exploration term, N_parent = {n_parent}: drag to change c")
 
 
 def exploration_widget(n_parent: int = 50):
