@@ -7,9 +7,10 @@ Under ``-m book`` (``make book-check``; the build folder is ``KBVQA_BOOK_HTML``,
 ``_build/html``, its toc ``KBVQA_BOOK_TOC``, default ``_toc.yml``): no page loads MathJax, RequireJS or the ipywidgets HTML manager from a CDN, every
 notebook page has a Colab button for its own notebook, and Debian's ``chromium`` opens pages from
 ``file://`` with every non-local host unresolvable. It checks that math is typeset (no raw TeX, no
-MathJax error) and that every saved widget view renders, and keeps one screenshot per part of the
+MathJax error), that every saved widget view renders, and that every kernel-free slider (the book's
+frames viewer, ``kbvqa.viz.trees_player.frames_html``) switches frames when moved; it keeps one screenshot per part of the
 book in ``_build/screenshots/`` (``KBVQA_SCREENSHOTS``). Not checked here: looks (the screenshots
-are for people), other CDN links (thebe, matplotlib's animation CSS), the notebooks' install cell
+are for people), other CDN links (thebe, loaded only on click), the notebooks' install cell
 (tests/test_book.py).
 """
 import json
@@ -239,3 +240,49 @@ def test_math_and_widgets_render_offline_in_chromium(tmp_path):
     assert seen_math > 0, "no page with math was opened: is the build empty?"
     if os.environ.get("KBVQA_REQUIRE_BOOK"):
         assert seen_widgets > 0, "the full book shows at least one saved widget (chapter 10's bar)"
+
+
+# Runs inside a frame's parent page: moves every kernel-free slider to 0 and reads what is shown.
+SLIDER_PROBE = """<!DOCTYPE html><body><pre id="result">pending</pre>
+<iframe id="page" src="%s" style="width:1280px;height:800px"></iframe><script>
+document.getElementById('page').onload = function () {
+  var doc = this.contentDocument, out = [];
+  doc.querySelectorAll('div[data-names]').forEach(function (box) {
+    var frames = box.querySelectorAll('img'), range = box.querySelector('input[type=range]');
+    var shown = function () { return Array.prototype.filter.call(frames, function (m) {
+      return m.style.display !== 'none'; }).map(function (m) {
+      return Array.prototype.indexOf.call(frames, m); }); };
+    var before = shown(), decoded = Array.prototype.every.call(frames, function (m) {
+      return m.complete && m.naturalWidth > 0; });
+    var after = before, label = '';
+    if (range) { range.value = 0; range.dispatchEvent(new Event('input')); after = shown(); }
+    label = (box.querySelector('span') || {}).textContent || '';
+    out.push({frames: frames.length, before: before, after: after, decoded: decoded,
+              label: label, first: box.dataset.names.split('|')[0]});
+  });
+  document.getElementById('result').textContent = JSON.stringify(out);
+};
+</script></body>"""
+
+
+@pytest.mark.book
+def test_kernel_free_sliders_work_offline_in_chromium(tmp_path):
+    _require_build()
+    pages = [f for _, files in _toc_parts() for f in files if (HTML / f"{f}.html").exists()
+             and "data-names=" in (HTML / f"{f}.html").read_text(encoding="utf-8")]
+    if os.environ.get("KBVQA_REQUIRE_BOOK"):
+        assert pages, "the full book has kernel-free sliders (chapters 12, 14, 16, 26)"
+    for page in pages:
+        probe = tmp_path / f"probe-{Path(page).name}.html"
+        probe.write_text(SLIDER_PROBE % (HTML / f"{page}.html").as_uri())
+        dom, _ = _open(probe.as_uri(), tmp_path / "profile")
+        found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
+        assert found and found.group(1) != "pending", f"{page}: the probe did not run"
+        sliders = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        assert sliders, f"{page}: no slider found in the rendered page"
+        for s in sliders:
+            assert s["decoded"], f"{page}: a slider frame did not decode"
+            assert s["before"] == [s["frames"] - 1], f"{page}: the last frame is not the one shown"
+            if s["frames"] > 1:
+                assert s["after"] == [0], f"{page}: moving the slider to 0 shows {s['after']}"
+                assert s["label"] == s["first"].replace("&amp;", "&"), f"{page}: label {s['label']!r}"
