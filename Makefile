@@ -94,9 +94,13 @@ benchmarks: $(STAMP)
 
 # Experiments too big for a chapter's time budget: each writes a small table with its provenance
 # (commit, seed, date, machine) into data/experiments/, which the chapters load.
-# (chapter 10's reasoning-context table ~1 min; chapter 14's RCTS tables ~1 h; chapter 24's ReAG
-# ladder ~12 min, all on one thread)
-EXPERIMENTS ?= kbvqa.reasoning_experiment kbvqa.experiments.rcts_toy kbvqa.experiments.reag_ladder
+# On one thread: chapter 10's reasoning-context table ~1 min; chapter 14's RCTS tables ~1 h; chapter
+# 17's SeRTS tables ~13 min; chapter 24's ReAG ladder ~12 min; chapter 25's candidate recall ~40 s;
+# chapters 27-28's MOLT training ~13 min; chapter 30's pipeline ablation ~12 min (reads the ladder's
+# evidence.json, so it runs after reag_ladder).
+EXPERIMENTS ?= kbvqa.reasoning_experiment kbvqa.experiments.rcts_toy kbvqa.experiments.serts_experiment \
+	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \
+	kbvqa.experiments.pipeline_ablation
 experiments: $(STAMP)
 	@for e in $(EXPERIMENTS); do echo "== $$e"; $(PY) -m $$e || exit 1; done
 

@@ -20,6 +20,7 @@ MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_
                "20_reag_retrieval": 4, "21_reag_critic": 5, "22_reag_cold_start": 1, "23_reag_grpo": 2,
                "24_reag_ablation": 1,
                "15_serts_bm25": 4, "16_serts_tree_search": 5,
+               "17_serts_experiments": 4, "18_serts_ppo": 3,
                "25_molt_candidates": 4, "26_molt_ladder": 4, "27_molt_training": 3,
                "28_molt_weak_to_strong": 3,
                "30_end_to_end": 3, "31_paper_vs_ours": 2}
