@@ -10,13 +10,19 @@ where two executions differ. What is stripped, and why (everything else must mat
 - execution counts: they only count cells run, and a re-run of one cell changes them;
 - output metadata (image sizes in inches, ``isolated`` flags): presentation, not content;
 - durations in text (``1.3 s``, ``250 ms``, ``2 min``, ``0.5 seconds``): wall time varies;
-- tqdm bars: carriage-return redraws (only each line's final state is kept) and the
-  ``[elapsed<remaining, rate]`` block (``12.3it/s``);
+- tqdm bars: redraws (by carriage return, or one line per flush after myst-nb's merge: only the
+  bar's last state is kept) and the ``[elapsed<remaining, rate]`` block (``12.3it/s``);
 - memory addresses (``<object at 0x7f...>``): the allocator's choice;
+- 32-hex-digit ids glued to a name (matplotlib animations' ``_anim_img<uuid4 hex>``): fresh per run;
 - widget model ids (``model_id`` in ``application/vnd.jupyter.widget-view+json``): fresh uuids;
 - random ids in HTML: pandas Styler's ``T_xxxxx`` table ids and any uuid; temporary paths;
-- how the kernel split a cell's stream into messages: consecutive stream outputs of the same
-  name are joined (flush timing decides the split; myst-nb merges them too);
+- how the kernel split a cell's stream into messages: both sides are compared as the book renders
+  them, after myst-nb's ``coalesce_streams`` (every stream of one name in a cell joined into its
+  first, each piece right-stripped, ``\r`` and backspace redraws resolved, stderr after stdout).
+  Flush timing decides the split, so a raw comparison would report noise. ``make book``'s copies
+  in ``_build/jupyter_execute/`` hold that merge half-done (myst-nb 1.4 merges into the first
+  stream in place and saves the later pieces too): pass ``rendered=True`` for them, and only the
+  first stream of each name is kept;
 - PNG/JPEG/GIF bytes: images are compared as decoded pixels, so encoder metadata chunks do not
   count; a picture that differs by one pixel still does.
 
@@ -47,6 +53,7 @@ TEXT_RULES = [
                 r"(?:ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?)\b"), "<time>"),  # durations
     (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),                                  # memory addresses
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"(?<=[A-Za-z_])[0-9a-f]{32}\b"), "<hexid>"),                         # animation element ids
     (re.compile(r"\bT_[0-9a-f]{5}(?=[_\s\"'>#.])"), "T_<id>"),                       # pandas Styler ids
     (re.compile(r"/tmp/[\w./-]+"), "<tmp>"),                                          # temporary paths
 ]
@@ -68,9 +75,24 @@ class OutputDifference:
                 f"  - {self.first!r}\n  + {self.second!r}")
 
 
+TQDM_LINE = re.compile(r"^(?P<desc>.*?)\s*\d{1,3}%\|")
+
+
+def _last_tqdm_states(lines: list[str]) -> list[str]:
+    """Drop a tqdm bar line when the next line is the same bar later on (how many intermediate
+    states were drawn depends on speed; the last one does not)."""
+    keep = []
+    for i, line in enumerate(lines):
+        bar, following = TQDM_LINE.match(line), TQDM_LINE.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if bar and following and bar.group("desc") == following.group("desc"):
+            continue
+        keep.append(line)
+    return keep
+
+
 def normalise_text(text: str) -> str:
     """Text with tqdm redraws collapsed and durations, addresses and random ids replaced."""
-    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+    text = "\n".join(_last_tqdm_states([line.rsplit("\r", 1)[-1] for line in text.split("\n")]))
     for pattern, replacement in TEXT_RULES:
         text = pattern.sub(replacement, text)
     return text
@@ -111,38 +133,52 @@ def _normalise_data(mime: str, value) -> str:
     return normalise_text(_as_text(value))
 
 
-def normalise_outputs(outputs: list) -> list[tuple[str, str]]:
-    """A cell's outputs as ``(kind, comparable text)`` pairs, consecutive same-name streams joined."""
-    out: list[tuple[str, str]] = []
-    pending_stream: tuple[str, str] | None = None
+def render_streams(outputs: list, rendered: bool = False) -> list[dict]:
+    """The outputs as myst-nb renders them (``coalesce_streams`` of myst-nb 1.4, re-implemented on
+    copies): each stream name's pieces joined into its first, stderr moved after stdout.
+    ``rendered=True``: ``outputs`` come from ``_build/jupyter_execute`` and are merged already."""
+    out, firsts = [], {}
     for output in outputs or []:
+        output = dict(output)
+        if output.get("output_type") != "stream":
+            out.append(output)
+            continue
+        name, text = output.get("name", ""), _as_text(output.get("text", ""))
+        if name in firsts:
+            if not rendered and text.rstrip():
+                firsts[name]["text"] += text.rstrip() + "\n"
+            continue
+        output["text"] = text if rendered else text.rstrip() + "\n"
+        firsts[name] = output
+        out.append(output)
+    for i, output in enumerate(out):
+        if (output.get("output_type") == "stream" and output.get("name") == "stderr" and i + 1 < len(out)
+                and out[i + 1].get("output_type") == "stream" and out[i + 1].get("name") == "stdout"):
+            out.insert(i, out.pop(i + 1))
+    return out
+
+
+def normalise_outputs(outputs: list, rendered: bool = False) -> list[tuple[str, str]]:
+    """A cell's outputs as ``(kind, comparable text)`` pairs, streams merged as the book shows them
+    (``render_streams``)."""
+    out: list[tuple[str, str]] = []
+    for output in render_streams(outputs, rendered):
         kind = output.get("output_type", "")
         if kind == "stream":
-            name = f"stream:{output.get('name', '')}"
-            text = _as_text(output.get("text", ""))
-            if pending_stream and pending_stream[0] == name:
-                pending_stream = (name, pending_stream[1] + text)
-            else:
-                if pending_stream:
-                    out.append(pending_stream)
-                pending_stream = (name, text)
-            continue
-        if pending_stream:
-            out.append(pending_stream)
-            pending_stream = None
-        if kind == "error":
+            text = re.sub(r"[^\n]\x08", "", _as_text(output.get("text", "")))
+            out.append((f"stream:{output.get('name', '')}", normalise_text(text)))
+        elif kind == "error":
             out.append(("error", normalise_text(f"{output.get('ename')}: {output.get('evalue')}")))
-            continue
-        for mime, value in sorted((output.get("data") or {}).items()):
-            out.append((mime, _normalise_data(mime, value)))
-    if pending_stream:
-        out.append(pending_stream)
-    return [(kind, normalise_text(text) if kind.startswith("stream:") else text) for kind, text in out]
+        else:
+            data = sorted((output.get("data") or {}).items())
+            out.extend((mime, _normalise_data(mime, value)) for mime, value in data)
+    return out
 
 
-def normalise_notebook(nb: dict) -> dict[int, list[tuple[str, str]]]:
-    """``{cell index: normalised outputs}`` for every code cell of an executed notebook."""
-    return {i: normalise_outputs(cell.get("outputs", []))
+def normalise_notebook(nb: dict, rendered: bool = False) -> dict[int, list[tuple[str, str]]]:
+    """``{cell index: normalised outputs}`` for every code cell of an executed notebook
+    (``rendered``: a myst-nb copy from ``_build/jupyter_execute``, see ``render_streams``)."""
+    return {i: normalise_outputs(cell.get("outputs", []), rendered)
             for i, cell in enumerate(nb.get("cells", [])) if cell.get("cell_type") == "code"}
 
 
@@ -157,15 +193,17 @@ def _first_difference(a: str, b: str) -> tuple[str, str]:
     return a[:300], b[:300]   # same lines, different trailing whitespace
 
 
-def compare_notebooks(first: dict, second: dict, name: str = "notebook") -> list[OutputDifference]:
+def compare_notebooks(first: dict, second: dict, name: str = "notebook", first_rendered: bool = False,
+                      second_rendered: bool = False) -> list[OutputDifference]:
     """Every difference between two executions of one notebook, in cell order ([] when equal).
-    A cell whose source differs is reported once as ``source`` (not a non-determinism)."""
+    A cell whose source differs is reported once as ``source`` (not a non-determinism).
+    ``*_rendered``: that side is a myst-nb copy from ``_build/jupyter_execute``."""
     diffs: list[OutputDifference] = []
     cells_a, cells_b = first.get("cells", []), second.get("cells", [])
     if len(cells_a) != len(cells_b):
         diffs.append(OutputDifference(name, -1, -1, "cells", f"{len(cells_a)} cells", f"{len(cells_b)} cells"))
         return diffs
-    norm_a, norm_b = normalise_notebook(first), normalise_notebook(second)
+    norm_a, norm_b = normalise_notebook(first, first_rendered), normalise_notebook(second, second_rendered)
     for i in sorted(norm_a):
         src_a, src_b = _as_text(cells_a[i].get("source", "")), _as_text(cells_b[i].get("source", ""))
         if src_a != src_b:
@@ -182,10 +220,15 @@ def compare_notebooks(first: dict, second: dict, name: str = "notebook") -> list
     return diffs
 
 
+def is_myst_nb_copy(path: Path) -> bool:
+    """True for the executed copies myst-nb writes (under a ``jupyter_execute`` folder)."""
+    return "jupyter_execute" in Path(path).resolve().parts
+
+
 def compare_files(first: Path, second: Path) -> list[OutputDifference]:
-    """``compare_notebooks`` on two .ipynb files."""
+    """``compare_notebooks`` on two .ipynb files (myst-nb copies recognised by their folder)."""
     a, b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in (first, second))
-    return compare_notebooks(a, b, Path(first).stem)
+    return compare_notebooks(a, b, Path(first).stem, is_myst_nb_copy(first), is_myst_nb_copy(second))
 
 
 def main(argv=None) -> int:
