@@ -1,0 +1,77 @@
+"""Which gpu-profile checkpoints fit a GPU of a given size: an estimate from parameter counts.
+
+No GPU was lent while this book was written, so the book cannot *measure* memory on one; this file
+estimates it with the usual accounting, and says so wherever it is shown:
+
+- **inference**: weights at ``bits`` per parameter (16 for bf16, ~4.5 for 4-bit NF4/AWQ including
+  scales and the layers kept in 16 bit), times ``overhead`` (1.2: activations, KV cache of a few
+  thousand tokens, CUDA context) — the rule of thumb of the HF model-memory calculator;
+- **LoRA training** (ReAG/MOLT GRPO, SeRTS PPO on one GPU): frozen bf16 weights plus activations
+  with gradient checkpointing, ≈ 1.5 × the bf16 weights (the adapter and its Adam states are < 1 %);
+- **full fine-tuning** with AdamW in mixed precision: 16 bytes per parameter (bf16 weights and
+  grads, fp32 master copy and two Adam moments), times the same ``overhead``.
+
+Parameter counts are the hub model cards' (billions). Leaves out: activation memory as a function
+of image resolution and batch size (measure it with ``torch.cuda.max_memory_allocated`` on a GPU).
+"""
+from __future__ import annotations
+
+GIB = 1024 ** 3
+
+# Parameters (billions) from each checkpoint's hub model card.
+PARAMS_B = {
+    "HuggingFaceTB/SmolVLM-256M-Instruct": 0.256,
+    "HuggingFaceTB/SmolVLM-500M-Instruct": 0.507,
+    "Qwen/Qwen2-VL-2B-Instruct": 2.21,
+    "Qwen/Qwen3-VL-2B-Instruct": 2.13,
+    "Qwen/Qwen2.5-VL-3B-Instruct": 3.75,
+    "Qwen/Qwen3-VL-4B-Instruct": 4.44,
+    "Qwen/Qwen2-VL-7B-Instruct": 8.29,
+    "Qwen/Qwen2.5-VL-7B-Instruct": 8.29,
+    "Qwen/Qwen3-VL-8B-Instruct": 8.77,
+}
+MODES = ("bf16", "4bit", "lora", "full")
+BITS = {"bf16": 16.0, "4bit": 4.5}
+
+
+def memory_gib(params_b: float, mode: str = "bf16", overhead: float = 1.2) -> float:
+    """Estimated peak GPU memory (GiB) of a model with ``params_b`` billion parameters in ``mode``:
+    ``bf16`` / ``4bit`` inference, ``lora`` training (bf16 base) or ``full`` AdamW fine-tuning."""
+    if params_b <= 0:
+        raise ValueError(f"params_b must be > 0, got {params_b}")
+    if overhead < 1:
+        raise ValueError(f"overhead must be >= 1, got {overhead}")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+    params = params_b * 1e9
+    if mode in BITS:
+        return params * BITS[mode] / 8 * overhead / GIB
+    if mode == "lora":
+        return params * 2 * 1.5 / GIB
+    return params * 16 * overhead / GIB
+
+
+def fits(checkpoint: str, gpu_gib: float = 16.0, mode: str = "bf16") -> bool:
+    """Whether ``checkpoint`` (a key of ``PARAMS_B``) fits ``gpu_gib`` of GPU memory in ``mode``,
+    keeping 10 % free for the allocator's fragmentation."""
+    if checkpoint not in PARAMS_B:
+        raise ValueError(f"no parameter count for {checkpoint!r}; known: {sorted(PARAMS_B)}")
+    if gpu_gib <= 0:
+        raise ValueError(f"gpu_gib must be > 0, got {gpu_gib}")
+    return memory_gib(PARAMS_B[checkpoint], mode) <= 0.9 * gpu_gib
+
+
+def budget_table(gpu_gib: float = 16.0, checkpoints=None):
+    """A DataFrame: estimated GiB per checkpoint and mode, and the modes that fit ``gpu_gib``."""
+    import pandas as pd
+
+    rows = {}
+    for name in checkpoints or PARAMS_B:
+        if name not in PARAMS_B:
+            raise ValueError(f"no parameter count for {name!r}; known: {sorted(PARAMS_B)}")
+        params = PARAMS_B[name]
+        row = {"params (B)": params}
+        row.update({f"{mode} GiB": round(memory_gib(params, mode), 1) for mode in MODES})
+        row[f"fits {gpu_gib:g} GB as"] = ", ".join(m for m in MODES if memory_gib(params, m) <= 0.9 * gpu_gib) or "-"
+        rows[name] = row
+    return pd.DataFrame(rows).T
