@@ -25,6 +25,7 @@ import contextlib
 import importlib.util
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -181,4 +182,6 @@ def wrap_lora(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
     if getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
-    return get_peft_model(model, config)
+    with warnings.catch_warnings():  # peft probes transformers' deprecated `is_gradient_checkpointing`
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return get_peft_model(model, config)
