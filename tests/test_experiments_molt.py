@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import pytest
 
-from kbvqa.experiments.molt_results import (PAPER_TAB5, PAPER_TAB6, draw_reward_curves, draw_schedule_accuracy,
-                                            live_agreement, load_results, moving_average, summarise, summarise_row,
-                                            tab5, tab6)
-from kbvqa.experiments.molt_training import (RESULTS_DIR, MOLTExperimentConfig, eval_sets, noisy_comparator,
-                                             scripted_records)
+from kbvqa.experiments.molt_results import (
+    PAPER_TAB5,
+    PAPER_TAB6,
+    draw_reward_curves,
+    draw_schedule_accuracy,
+    live_agreement,
+    load_results,
+    moving_average,
+    summarise,
+    summarise_row,
+    tab5,
+    tab6,
+)
+from kbvqa.experiments.molt_training import (
+    RESULTS_DIR,
+    MOLTExperimentConfig,
+    eval_sets,
+    noisy_comparator,
+    scripted_records,
+)
 from kbvqa.tournament_rewards import difficulty_table
 
 

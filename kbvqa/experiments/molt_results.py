@@ -48,7 +48,8 @@ def summarise_row(records: list[dict]) -> dict:
     ranks = sorted({r["gold_rank"] for r in records})
     return {"n": n, "correct": k, "accuracy": round(k / n, 4) if n else None, "low": round(low, 4),
             "high": round(high, 4), "format_valid": _mean(r["fmt"] for r in records),
-            "chain_valid": _mean(r["chain_valid"] for r in records) if records and "chain_valid" in records[0] else None,
+            "chain_valid": (_mean(r["chain_valid"] for r in records)
+                            if records and "chain_valid" in records[0] else None),
             "process_reward": _mean(r["proc"] for r in records) if records and "proc" in records[0] else None,
             "total_reward": _mean(r["total"] for r in records) if records and "total" in records[0] else None,
             "by_gold_rank": {str(g): _mean(r["correct"] for r in records if r["gold_rank"] == g) for g in ranks}}
@@ -74,7 +75,8 @@ def tab5(results: dict) -> list[dict]:
             continue
         setting, prompt, paper = PAPER_TAB5[i]
         out.append({"setting": setting, "prompt": prompt, "ours_acc_%": _pct(row["accuracy"]),
-                    "ours_95%_ci": f"[{_pct(row['low'])}, {_pct(row['high'])}]", "format_valid_%": _pct(row["format_valid"]),
+                    "ours_95%_ci": f"[{_pct(row['low'])}, {_pct(row['high'])}]",
+                    "format_valid_%": _pct(row["format_valid"]),
                     "chain_valid_%": _pct(row["chain_valid"]), "paper_acc_%": paper, "n": row["n"]})
     return out
 
@@ -167,7 +169,8 @@ def draw_reward_curves(curves: dict, live: dict | None = None, window: int = 4, 
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharex=True)
-    for ax, key, name in zip(axes, ("process_reward", "result_reward"), ("process reward R_proc", "result reward R_res")):
+    names = ("process reward R_proc", "result reward R_res")
+    for ax, key, name in zip(axes, ("process_reward", "result_reward"), names):
         y = curves[key]
         ax.plot(range(1, len(y) + 1), y, "o", ms=3, alpha=0.4, color="C0")
         ax.plot(range(1, len(y) + 1), moving_average(y, window), "-", color="C0", label=f"committed (MA {window})")

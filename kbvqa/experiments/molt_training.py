@@ -114,7 +114,8 @@ def scripted_records(items, order: str, error: float, seed: int = 0) -> list[dic
         schedule = ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
         by_id = {c.id: c for c in it.candidates}
         rng = random.Random(f"scripted:{seed}:{error}:{order}:{it.query.id}")
-        text, _ = teacher_transcript([by_id[i] for i in listing_order(schedule)], noisy_comparator(it.gold_id, error, rng))
+        listing = [by_id[i] for i in listing_order(schedule)]
+        text, _ = teacher_transcript(listing, noisy_comparator(it.gold_id, error, rng))
         records.append(_record(it, text, schedule, molt_reward(text, schedule, it.gold_id)))
     return records
 
@@ -214,7 +215,8 @@ def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: 
     t0 = time.perf_counter()
     cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step, steps=config.grpo_steps,
                      max_new_tokens=config.max_new_tokens, lr=config.grpo_lr, seed=config.seed, progress=False)
-    curves = molt_grpo_train(vlm, grpo_tasks(world, config), cfg, MOLTRewardConfig(lambda_proc=0.5 if with_proc else 0.0))
+    rewards = MOLTRewardConfig(lambda_proc=0.5 if with_proc else 0.0)
+    curves = molt_grpo_train(vlm, grpo_tasks(world, config), cfg, rewards)
     if log is not None:
         log["grpo_full" if with_proc else "grpo_no_proc"] = {**asdict(curves),
                                                              "seconds": round(time.perf_counter() - t0, 1)}
@@ -247,7 +249,7 @@ def run_experiment(config: MOLTExperimentConfig) -> tuple[dict, dict]:
     step("grpo_no_proc_tournament", lambda: evaluate_one_pass(no_proc, items, "weak_to_strong", config, config.seed))
     full = train_grpo(cold, world, config, with_proc=True, log=log)
     for order in ORDERS:
-        step(f"grpo_full_{order}", lambda: evaluate_one_pass(full, items, order, config, config.seed))
+        step(f"grpo_full_{order}", lambda order=order: evaluate_one_pass(full, items, order, config, config.seed))
     return rows, log
 
 

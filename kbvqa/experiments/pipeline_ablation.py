@@ -26,7 +26,6 @@ Leaves out: the pipeline (``kbvqa.pipeline``), the table's presentation (``pipel
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -137,13 +136,10 @@ def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = 
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--limit", type=int, default=200, help="first N test queries (evidence.json has 200)")
-    parser.add_argument("--rows", nargs="+", default=None, help=f"some of {list(ROW_BY_NAME)}")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--fresh", action="store_true", help="rerun rows that already have records")
+    from kbvqa.experiments.common import resumable_parser
+
+    parser = resumable_parser(__doc__.split("\n")[0], "--rows", ROW_BY_NAME, 200,
+                              "first N test queries (evidence.json has 200)", RESULTS_DIR)
     args = parser.parse_args(argv)
     import torch
 

@@ -17,7 +17,6 @@ Leaves out: running the rows (``pipeline_ablation``).
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -87,16 +86,14 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
 
 
 def write_results(results: dict, out) -> None:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    with (out / "results.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "passages"]
-                        + [k for k, _ in STAGES] + ["ladder_valid"])
-        for r in results["rows"]:
-            writer.writerow([r["row"], r["label"], r["diagnostic"], r["n"], r["accuracy"], r["low"], r["high"],
-                             r["passages"]] + [r[k] for k, _ in STAGES] + [r["ladder_valid"]])
+    """``results.json`` and ``results.csv`` (one line per row) under ``out``."""
+    from kbvqa.experiments.common import write_json_and_csv
+
+    header = (["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "passages"]
+              + [k for k, _ in STAGES] + ["ladder_valid"])
+    write_json_and_csv(out, results, header, (
+        [r["row"], r["label"], r["diagnostic"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"]]
+        + [r[k] for k, _ in STAGES] + [r["ladder_valid"]] for r in results["rows"]))
 
 
 def load_results(out=None) -> dict:

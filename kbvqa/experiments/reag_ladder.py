@@ -30,7 +30,6 @@ shows it, never run in the cpu profile).
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -282,14 +281,10 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=LadderConfig.limit, help="first N test queries")
-    parser.add_argument("--rungs", nargs="+", default=None, help=f"some of {list(RUNG_BY_NAME)}")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--fresh", action="store_true", help="rerun rungs that already have records")
+    from kbvqa.experiments.common import resumable_parser
+
+    parser = resumable_parser(__doc__.split("\n")[0], "--rungs", RUNG_BY_NAME, LadderConfig.limit,
+                              "first N test queries", RESULTS_DIR, what="rungs")
     args = parser.parse_args(argv)
     import torch
 

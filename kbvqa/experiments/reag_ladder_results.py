@@ -19,7 +19,6 @@ Leaves out: running the rungs (``reag_ladder``).
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -101,16 +100,14 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
 
 def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per rung) under ``out``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    with (out / "results.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "passages",
-                         "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"])
-        for r in results["rows"] + results.get("diagnostics", []):
-            writer.writerow([r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"],
-                             r["evidence_in_context"], r["paper_evqa"], r["paper_infoseek"]])
+    from kbvqa.experiments.common import write_json_and_csv
+
+    header = ["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "passages",
+              "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"]
+    write_json_and_csv(out, results, header, (
+        [r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"],
+         r["evidence_in_context"], r["paper_evqa"], r["paper_infoseek"]]
+        for r in results["rows"] + results.get("diagnostics", [])))
 
 
 def load_results(out=None) -> dict:
