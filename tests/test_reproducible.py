@@ -111,6 +111,15 @@ def test_a_changed_number_pixel_or_output_is_reported_in_its_cell():
     assert diffs[0].first == "acc 0.5" and diffs[0].second == "acc 0.6" and "nb cell 1" in str(diffs[0])
 
 
+def test_cells_tagged_timing_are_compared_by_kind_only():
+    a = _nb(("bench()", [_stdout("one pass 15.0\n")]))
+    b = _nb(("bench()", [_stdout("one pass 8.7\n")]))
+    assert len(compare_notebooks(a, b)) == 1
+    a["cells"][0]["metadata"]["tags"] = ["timing"]
+    assert compare_notebooks(a, b) == []
+    assert [d.kind for d in compare_notebooks(a, _nb(("bench()", [])))] == ["outputs"]
+
+
 def test_changed_source_is_reported_as_source_not_output():
     diffs = compare_notebooks(_nb(("x = 1", [_stdout("1\n")])), _nb(("x = 2", [_stdout("2\n")])))
     assert [d.kind for d in diffs] == ["source"]

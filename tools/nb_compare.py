@@ -23,6 +23,9 @@ where two executions differ. What is stripped, and why (everything else must mat
   in ``_build/jupyter_execute/`` hold that merge half-done (myst-nb 1.4 merges into the first
   stream in place and saves the later pieces too): pass ``rendered=True`` for them, and only the
   first stream of each name is kept;
+- cells tagged ``timing`` (cell metadata ``tags``): their outputs are measured latencies (a table of
+  milliseconds, a plot of them) that no text rule can tell from content; only their kinds are
+  compared (the same outputs appear), not their values;
 - PNG/JPEG/GIF bytes: images are compared as decoded pixels, so encoder metadata chunks do not
   count; a picture that differs by one pixel still does.
 
@@ -42,6 +45,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+TIMING_TAG = "timing"   # a cell whose outputs are measured times: compared by kind only
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif")
 
@@ -213,6 +217,8 @@ def compare_notebooks(first: dict, second: dict, name: str = "notebook", first_r
         if [k for k, _ in outs_a] != [k for k, _ in outs_b]:
             diffs.append(OutputDifference(name, i, -1, "outputs", " ".join(k for k, _ in outs_a),
                                           " ".join(k for k, _ in outs_b)))
+            continue
+        if TIMING_TAG in (cells_a[i].get("metadata") or {}).get("tags", []):
             continue
         for j, ((kind, text_a), (_, text_b)) in enumerate(zip(outs_a, outs_b)):
             if text_a != text_b:
