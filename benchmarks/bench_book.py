@@ -109,7 +109,8 @@ def rows(argv=None) -> list[dict]:
             print(d)
     if not comparison["compared"]:
         out.append(row("notebooks whose outputs differ between two executions", "n/a", "",
-                       note=f"no reference ({reference} missing): run `make book` first, or pass --twice",
+                       note=f"no reference copies of these notebooks in {reference}: run `make book` first, "
+                            "or pass --twice",
                        kind="check"))
         return out
     differ = comparison["differ"]
