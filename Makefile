@@ -23,7 +23,7 @@ help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
 	@echo "make test   - unit tests, execute the book once with -W, check the built HTML (and in chromium, offline)"
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
-	@echo "make benchmarks - speed measurements, printed as ratios measured in one run"
+	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
 	@echo "make tiny-model - retrain the shipped tiny checkpoint from scratch (two stages, hours on 1 core)"
 
@@ -88,9 +88,11 @@ NB ?= notebooks
 nbmake: $(STAMP)
 	@$(call run_pytest,--nbmake $(NB) -p no:cacheprovider)
 
-# Speed targets live here, as ratios measured in one run (never in timed unit tests).
+# Speed targets live here, as ratios measured in one run (never in timed unit tests). One command:
+# every benchmark, each in its own process, then data/benchmarks/results.{json,md}, the table of the
+# appendix page book/benchmarks.md (~25 min on 2 cores: it executes the whole book once).
 benchmarks: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) benchmarks/run_all.py
 
 # Experiments too big for a chapter's time budget: each writes a small table with its provenance
 # (commit, seed, date, machine) into data/experiments/, which the chapters load.
@@ -112,7 +114,7 @@ tiny-model: $(STAMP)
 	$(PY) -m kbvqa.models.model_card data/tiny_vlm
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kbvqa tests benchmarks
+	$(VENV)/bin/ruff check kbvqa tests benchmarks tools
 
 clean:
 	rm -rf _build .pytest_cache
