@@ -63,6 +63,11 @@ def test_notebook_hygiene(nb_path):
     md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert re.search(r"^## Summary", md, re.M), "every chapter ends with a Summary"
     assert re.search(r"^## Exercises", md, re.M), "every chapter has Exercises"
+    # ... and every exercise has its solution, folded in a dropdown (sphinx-exercise)
+    labels = re.findall(r"^```\{exercise\}.*\n:label: (\S+)", md, re.M)
+    solutions = re.findall(r"^```\{solution\} (\S+)\n((?::\w+:.*\n)*)", md, re.M)
+    assert labels and sorted(labels) == sorted(label for label, _ in solutions), "an exercise lacks a solution"
+    assert all(":class: dropdown" in options for _, options in solutions), "solutions go in dropdowns"
     assert "{exercise}" in md and "{solution}" in md and ":class: dropdown" in md
     assert len(code) <= 25, "aim for <= 25 code cells; move code into kbvqa/"
 
