@@ -88,6 +88,15 @@ def test_myst_nb_copy_compares_equal_to_a_fresh_execution():
     assert [d.first for d in compare_notebooks(fresh, wrong, second_rendered=True)] == ["top 5: 4"]
 
 
+def test_a_flush_that_split_a_line_is_not_a_difference():
+    # ipykernel flushed after "query terms:"; myst-nb's merge then put a newline at the split
+    split = _nb(("x", [_stdout("query terms:"), _stdout(" ['zx', '662']\n0 8 ['a']\n")]))
+    whole = _nb(("x", [_stdout("query terms: ['zx', '662']\n0 8 ['a']\n")]))
+    assert compare_notebooks(split, whole) == []
+    changed = _nb(("x", [_stdout("query terms: ['zx', '663']\n0 8 ['a']\n")]))
+    assert [d.first for d in compare_notebooks(split, changed)] == ["query terms:"]
+
+
 def test_equal_executions_modulo_timing_compare_equal():
     widget = {"output_type": "display_data", "metadata": {},
               "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2}}}
