@@ -3,7 +3,8 @@
 ``resumable_parser`` gives the options every resumable experiment takes (first ``--limit`` queries,
 a subset of its named rows, ``--seed``, ``--threads``, ``--out``, ``--fresh`` to rerun finished
 rows); ``write_json_and_csv`` writes ``results.json`` (everything, for the chapters) and
-``results.csv`` (one line per row, for a spreadsheet). Leaves out: what each experiment runs and
+``results.csv`` (one line per row, for a spreadsheet); ``resumed_run`` reads back a row's records
+when a previous run already finished it. Leaves out: what each experiment runs and
 its provenance (``rcts_toy.provenance``).
 """
 from __future__ import annotations
@@ -39,3 +40,17 @@ def write_json_and_csv(out, results: dict, header: list[str], lines) -> None:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(lines)
+
+
+def resumed_run(path, fingerprint: str, ids: list[str], fresh: bool = False):
+    """``(header, records)`` of a finished row in ``path`` (a ``runs/<row>.jsonl``) when it was run
+    with this ``fingerprint`` on at least the queries ``ids`` (records cut to them), else ``None``:
+    a changed setting, a shorter run or ``fresh`` means the row runs again."""
+    from kbvqa.experiments.rcts_toy import read_run
+
+    if fresh:
+        return None
+    header, records = read_run(Path(path))
+    if not header or header.get("fingerprint") != fingerprint or [r["id"] for r in records][:len(ids)] != ids:
+        return None
+    return header, records[:len(ids)]

@@ -109,7 +109,7 @@ def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_reco
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
     """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row."""
     from kbvqa.data import get_world
-    from kbvqa.experiments.rcts_toy import read_run
+    from kbvqa.experiments.common import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[:limit]
@@ -118,10 +118,9 @@ def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = 
     runs_dir.mkdir(parents=True, exist_ok=True)
     done, seconds = {}, {}
     for name in names or ROW_BY_NAME:
-        header, records = read_run(runs_dir / f"{name}.jsonl")
-        if not fresh and header and header["fingerprint"] == row_fingerprint(ROW_BY_NAME[name]) \
-                and [r["id"] for r in records] == ids:
-            done[name], seconds[name] = records, header.get("seconds")
+        finished = resumed_run(runs_dir / f"{name}.jsonl", row_fingerprint(ROW_BY_NAME[name]), ids, fresh)
+        if finished:
+            done[name], seconds[name] = finished[1], finished[0].get("seconds")
 
     def write(name, records, secs):
         seconds[name] = secs

@@ -254,7 +254,7 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
     """The whole experiment: records of every rung in ``out/runs/`` (resumed unless ``fresh``) and a
     training log; returns ({rung: records}, log)."""
     from kbvqa.data import get_world
-    from kbvqa.experiments.rcts_toy import read_run
+    from kbvqa.experiments.common import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[: config.limit]
@@ -263,10 +263,9 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
     runs_dir.mkdir(parents=True, exist_ok=True)
     finished, log = {}, {}
     for name in rungs or RUNG_BY_NAME:
-        header, records = read_run(runs_dir / f"{name}.jsonl")
-        if not fresh and header and header["fingerprint"] == rung_fingerprint(RUNG_BY_NAME[name], config) \
-                and [r["id"] for r in records][: len(ids)] == ids:
-            finished[name] = records[: len(ids)]
+        done = resumed_run(runs_dir / f"{name}.jsonl", rung_fingerprint(RUNG_BY_NAME[name], config), ids, fresh)
+        if done:
+            finished[name] = done[1]
     pending = len(finished) < len(rungs or RUNG_BY_NAME)
     evidence = load_evidence(world, queries, config, Path(out) / "evidence.json", log) if pending else {}
 

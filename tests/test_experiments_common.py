@@ -1,0 +1,29 @@
+import csv
+import json
+
+from kbvqa.experiments.common import resumable_parser, resumed_run, write_json_and_csv
+
+
+def _run_file(path, fingerprint, ids):
+    lines = [{"fingerprint": fingerprint, "seconds": 3.0}] + [{"id": i, "correct": 1} for i in ids]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_a_finished_row_is_resumed_only_with_the_same_setting_and_queries(tmp_path):
+    path = _run_file(tmp_path / "row.jsonl", "abc", ["q1", "q2", "q3"])
+    header, records = resumed_run(path, "abc", ["q1", "q2"])
+    assert header["seconds"] == 3.0 and [r["id"] for r in records] == ["q1", "q2"]   # cut to the queries asked
+    assert resumed_run(path, "abd", ["q1", "q2"]) is None               # another setting
+    assert resumed_run(path, "abc", ["q1", "q2", "q3", "q4"]) is None   # a shorter run
+    assert resumed_run(path, "abc", ["q2"]) is None                     # other queries
+    assert resumed_run(path, "abc", ["q1"], fresh=True) is None
+    assert resumed_run(tmp_path / "missing.jsonl", "abc", ["q1"]) is None
+
+
+def test_results_files_and_parser(tmp_path):
+    write_json_and_csv(tmp_path / "out", {"rows": [1]}, ["a", "b"], [[1, 2], [3, 4]])
+    assert json.loads((tmp_path / "out" / "results.json").read_text()) == {"rows": [1]}
+    assert list(csv.reader((tmp_path / "out" / "results.csv").open())) == [["a", "b"], ["1", "2"], ["3", "4"]]
+    args = resumable_parser("d", "--rungs", ["x", "y"], 7, "help", tmp_path).parse_args(["--rungs", "y", "--fresh"])
+    assert args.rungs == ["y"] and args.fresh and args.limit == 7 and args.out == tmp_path
