@@ -63,3 +63,21 @@ def test_viewer_labels_a_fallback_query_as_the_question():
     assert short_query("is x safe", question="Is X safe?") == "Q"
     assert short_query("Is X safe? zorp", question="Is X safe?") == "Is X safe? zorp"[:28]
     assert short_query("Is X safe zorp", question="Is X safe?") == "Q + zorp"
+
+
+def test_anytime_recall_grows_to_the_final_answer_and_is_drawn(result):
+    from kbvqa.search.serts_eval import retrieval_scores
+    from kbvqa.viz.serts import draw_anytime_recall
+    from kbvqa.viz.serts_player import anytime_recall
+
+    gold = [["none"]]
+    assert anytime_recall([result], gold, 1) == 0.0
+    gold = [list(result.docs)]
+    final = anytime_recall([result], gold, 100)        # past the end: the search's own answer
+    assert final == retrieval_scores([result.docs], gold)["recall"] == 1.0
+    with pytest.raises(ValueError):
+        anytime_recall([result], gold, 0)
+    fig = draw_anytime_recall({"a": [[0.1, 0.5], [0.3, 0.7]]}, baseline=0.2)
+    assert len(fig.axes[0].lines) >= 2
+    with pytest.raises(ValueError):
+        draw_anytime_recall({})

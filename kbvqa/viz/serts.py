@@ -7,7 +7,8 @@ question, a final "?" or "." ignored); "*" marks a repeated query, "?" a proposa
 ``<query>...</query>`` pair (``well_formed=False``).
 The path to the best node is drawn thick; with ``gold`` (the gold document ids) each node also
 shows how many of them its D u O_d^anc holds.
-``serts_tree_records`` is the same information as plain rows (for a table or a test).
+``serts_tree_records`` is the same information as plain rows (for a table or a test), and
+``draw_anytime_recall`` plots recall against the number of expansions (mean and seed range).
 
 Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents centred).
 Leaves out: the search, animation (the RCTS player in ``trees_player`` is not reused here).
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 
 from kbvqa.viz.trees import tree_layout
 
-__all__ = ["draw_serts_tree", "serts_tree_records", "short_query"]
+__all__ = ["draw_anytime_recall", "draw_serts_tree", "serts_tree_records", "short_query"]
 
 
 def short_query(query: str | None, max_chars: int = 28, question: str | None = None) -> str:
@@ -101,4 +102,25 @@ def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_quer
     head = title if title is not None else short_query(result.question, 70)
     ax.set_title(f"{head}\nbest R = {result.best.score}  sims = {result.simulations}"
                  + ("  (stopped at 5)" if result.stopped_early else ""), fontsize=8)
+    return fig
+
+
+def draw_anytime_recall(curves: dict, baseline: float | None = None, title: str = ""):
+    """One line per method: ``curves[name]`` is a (seeds, steps) array of recall after 1..steps
+    expansions, drawn as the mean with the min-max range over seeds; ``baseline`` a dashed line."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if not curves:
+        raise ValueError("draw_anytime_recall needs at least one curve")
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    for name, c in curves.items():
+        c = np.atleast_2d(np.asarray(c, dtype=float))
+        steps, mean = np.arange(1, c.shape[1] + 1), c.mean(0)
+        ax.errorbar(steps, mean, yerr=[mean - c.min(0), c.max(0) - mean], marker=".", capsize=2, label=name)
+    if baseline is not None:
+        ax.axhline(baseline, color="k", ls="--", label="BM25 on the question")
+    ax.set(xlabel="expansions (simulations)", ylabel="recall of the returned documents", ylim=(0, 1), title=title)
+    ax.legend(fontsize=8)
+    plt.close(fig)
     return fig

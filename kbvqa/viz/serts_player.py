@@ -9,7 +9,9 @@ is set only on the last snapshot of a search that stopped early.
 
 ``serts_tree_html(result, ...)`` draws each snapshot with ``draw_serts_tree`` and puts the PNG
 frames behind the same kernel-free HTML slider the RCTS viewer uses (``trees_player.frames_html``),
-so it works in the built book. Leaves out: the search itself, a live ipywidgets version.
+so it works in the built book. ``anytime_recall(results, gold, upto)`` is the recall of the documents
+each search would return had it stopped after ``upto`` expansions (chapter 16's curve over Sim).
+Leaves out: the search itself, a live ipywidgets version.
 """
 from __future__ import annotations
 
@@ -70,3 +72,14 @@ def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: int =
         frames.append(buffer.getvalue())
     labels = [f"after expansion {p} of {expansions}" for p in positions]
     return HTML(frames_html(frames, labels, title or "drag the slider to step through the expansions"))
+
+
+def anytime_recall(results, gold_lists, upto: int) -> float:
+    """Mean recall against ``gold_lists`` of the best node's documents after at most ``upto``
+    expansions of each search (a search that stopped earlier keeps its final answer)."""
+    from kbvqa.search.serts_eval import retrieval_scores
+
+    if upto < 1:
+        raise ValueError(f"upto must be >= 1, got {upto}")
+    docs = [serts_snapshot(r, min(upto, len(r.nodes) - 1)).docs for r in results]
+    return retrieval_scores(docs, gold_lists)["recall"]
