@@ -32,7 +32,7 @@ def tiny_base(smollm2_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny_base")
     config = LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+                         bos_token_id=1, eos_token_id=2, pad_token_id=2, initializer_range=0.3)
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(smollm2_dir, local_files_only=True).save_pretrained(folder)
@@ -125,6 +125,31 @@ def test_tiny_reader_renders_chatml_with_images_and_generates(tiny_base):
     out = vlm.generate([prompt], max_new_tokens=3, temperature=0)
     assert isinstance(out[0][0], str)
     assert vlm.tokenizer.pad_token == "<|endoftext|>" and vlm.tokenizer.eos_token == "<|im_end|>"
+
+
+def test_shared_prefix_decoding_equals_plain_decoding(tiny_base):
+    from PIL import Image
+    from transformers import GenerationConfig
+
+    from kbvqa.models.generation import _generate_shared_prefix
+
+    vlm = build_reader(SMALL, base=tiny_base)
+    image = Image.new("RGB", (56, 56), (20, 90, 200))
+    prompts = [[{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Name it"}]}],
+               [{"role": "user", "content": [{"type": "text", "text": "A longer question without an image?"}]}]]
+    batch = vlm.encode(prompts)
+    config = GenerationConfig(do_sample=False, max_new_tokens=6, pad_token_id=vlm.tokenizer.pad_token_id)
+    with torch.no_grad():
+        plain = vlm.model.generate(**batch, generation_config=config)
+        shared = _generate_shared_prefix(vlm, batch, config, 3, {})
+    assert torch.equal(shared, plain.repeat_interleave(3, 0))
+    assert len(set(map(tuple, plain[:, batch["input_ids"].shape[1]:].tolist()))) == 2   # not degenerate
+    calls = []
+    hook = vlm.vision_tower.register_forward_hook(lambda *a: calls.append(1))
+    first = vlm.generate(prompts, n=4, max_new_tokens=5, temperature=1.0, seed=0)
+    hook.remove()
+    assert len(calls) == 1 and [len(x) for x in first] == [4, 4]
+    assert first == vlm.generate(prompts, n=4, max_new_tokens=5, temperature=1.0, seed=0)
 
 
 # ------------------------------------------------------------------------------------------ tasks

@@ -12,7 +12,14 @@ the token that completes a stop string (``StopOnStrings`` ends the row there; th
 before the stop string unless ``include_stop``), or after ``max_new_tokens``. Image
 placeholder tokens are never generated (``suppress_tokens``).
 
-Leaves out: beam search, streaming, KV-cache sharing of the text prefix across samples.
+Prefix sharing (Idefics3 / the reader): with ``n > 1`` samples the prompt is prefilled ONCE -- one
+forward pass over every token but the last builds the KV cache, the cache is repeated ``n`` times
+(``DynamicCache.batch_repeat_interleave``) and decoding continues from it -- instead of prefilling
+the same prompt ``n`` times. Greedy outputs are identical either way (tested). Qwen families keep
+``num_return_sequences``: their multimodal rotary positions (``rope_deltas``) are computed inside
+``generate`` on the first step and do not survive an outside prefill.
+
+Leaves out: beam search, streaming, prefix sharing *across* different prompts.
 """
 from __future__ import annotations
 
@@ -126,6 +133,23 @@ def _cut(text: str, stops: list[str], include_stop: bool) -> str:
     return text[: pos + len(stop)] if include_stop else text[:pos]
 
 
+def _generate_shared_prefix(vlm, batch, config, n: int, extra: dict):
+    """``n`` samples per prompt from ONE prefill: the KV cache of the prompt minus its last token,
+    repeated ``n`` times; ``generate`` then runs the last prompt token and decodes."""
+    import copy
+
+    inputs = vlm.forward_inputs(batch)
+    prefix = {k: (v[:, :-1] if k in ("input_ids", "attention_mask", "position_ids") else v)
+              for k, v in inputs.items()}
+    cache = vlm.model(**prefix, use_cache=True).past_key_values
+    cache.batch_repeat_interleave(n)
+    single = copy.deepcopy(config)
+    single.num_return_sequences = 1
+    return vlm.model.generate(input_ids=batch["input_ids"].repeat_interleave(n, 0),
+                              attention_mask=batch["attention_mask"].repeat_interleave(n, 0),
+                              past_key_values=cache, generation_config=single, **extra)
+
+
 def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, top_k=0,
              repetition_penalty=1.0, stop=None, include_stop=False, seed=None, batch_size=8,
              details=False):
@@ -162,7 +186,10 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
 
                 criteria = StopOnStrings(tok, stops, batch["input_ids"].shape[1])
                 extra["stopping_criteria"] = StoppingCriteriaList([criteria])
-            out = vlm.model.generate(**batch, generation_config=config, **extra)
+            if per_call > 1 and vlm.family == "idefics3":
+                out = _generate_shared_prefix(vlm, batch, config, per_call, extra)
+            else:
+                out = vlm.model.generate(**batch, generation_config=config, **extra)
             rows = out[:, batch["input_ids"].shape[1]:].tolist()
             for i in range(len(rows) // per_call):
                 group = rows[i * per_call:(i + 1) * per_call] * (n if greedy else 1)

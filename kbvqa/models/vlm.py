@@ -16,9 +16,9 @@ tiny random/pretrained model on CPU and a hub checkpoint on one GPU. Prompts use
 Prefix reuse: ``generate`` asks for ``n`` samples with ``num_return_sequences=n``. In transformers
 5.23 ``generate`` runs the vision tower once on the batch's images *before* expanding the batch, and
 expands the resulting image features n times (``mm_encoder_outputs``), so the image of a prompt is
-encoded once however many samples are drawn (tests count vision-tower calls). The text prefix is
-still prefilled once per sample (its KV cache is not shared); for the short prompts of the book this
-is a small part of the cost. Greedy decoding with ``n > 1`` runs once and repeats the answer.
+encoded once however many samples are drawn (tests count vision-tower calls). For Idefics3 (the
+reader) the whole prompt is prefilled once and its KV cache shared by the n samples
+(``generation._generate_shared_prefix``); Qwen families still prefill the text once per sample. Greedy decoding with ``n > 1`` runs once and repeats the answer.
 
 Leaves out: loading options (``loading.py``), the scoring maths (``scoring.py``), tiny models
 (``families.py``).
