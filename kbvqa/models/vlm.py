@@ -18,7 +18,8 @@ Prefix reuse: ``generate`` asks for ``n`` samples with ``num_return_sequences=n`
 expands the resulting image features n times (``mm_encoder_outputs``), so the image of a prompt is
 encoded once however many samples are drawn (tests count vision-tower calls). For Idefics3 (the
 reader) the whole prompt is prefilled once and its KV cache shared by the n samples
-(``generation._generate_shared_prefix``); Qwen families still prefill the text once per sample. Greedy decoding with ``n > 1`` runs once and repeats the answer.
+(``generation._generate_shared_prefix``); Qwen families still prefill the text once per sample.
+Greedy decoding with ``n > 1`` runs once and repeats the answer.
 
 Leaves out: loading options (``loading.py``), the scoring maths (``scoring.py``), tiny models
 (``families.py``).
