@@ -123,6 +123,7 @@ tiny-model: $(STAMP)
 # to data/reader/ with its model card. Hours on the 2 cores; minutes on one GPU.
 reader: $(STAMP)
 	$(PY) -m kbvqa.reader.train --export data/reader
+	$(PY) -m kbvqa.reader.card data/reader
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kbvqa tests benchmarks tools

@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 # In the order they run: the model layer first, the whole book last.
 BENCHMARKS = {
     "models": "model layer: load, sampling with prefix reuse, batched P(Yes)",
+    "reader": "the reader: load, prefix sharing, decode throughput against the bandwidth bound",
     "maxsim": "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply",
     "rcts": "RCTS (MCTS-HR) cost against Vanilla-RAG",
     "critic": "ReAG critic: batched vs one passage per call",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -291,3 +292,34 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     shutil.rmtree(out)
     with pytest.raises(FileNotFoundError, match="make reader"):
         load_reader(out)
+
+
+@pytest.mark.slow
+def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
+    from kbvqa.reader.card import CARD_TARGETS, card_table, evaluate_card, live_kbvqa
+
+    vlm = build_reader(SMALL, base=tiny_base)
+    card = evaluate_card(vlm, world, n=2, image_size=56)
+    assert set(CARD_TARGETS) <= set(card) and set(card["targets_met"]) == set(CARD_TARGETS)
+    assert len(card["records"]["kbvqa_10_passages"]) == 2
+    table = card_table(card, before={"kbvqa_gold_passage_acc": 0.525})
+    assert list(table.index) == list(CARD_TARGETS) and table.loc["kbvqa_gold_passage_acc", "target"] == ">= 0.9"
+    live = live_kbvqa(vlm, world, n=2, image_size=56)
+    assert [len(v) for v in live.values()] == [2, 2, 2]
+    with pytest.raises(ValueError, match="positive int"):
+        evaluate_card(vlm, world, n=0)
+
+
+def test_reader_pictures(world):
+    from kbvqa.viz.reader import draw_image_tokens, draw_reader_curves
+
+    fig = draw_image_tokens(world.image_of(world.kbvqa_test[0].meta["view_id"]))
+    assert "64 patches -> 16 tokens" in fig.axes[0].get_title()
+    state = {"curves": [{"stage": s, "step": i, "loss": 1.0 / (i + 1), "seconds": 1} for s in ("vision", "mixture")
+                        for i in range(5)],
+             "evals": [{"stage": "mixture", "step": 4, "tf_gold_passage": 0.5, "naming_acc": 0.25}]}
+    assert len(draw_reader_curves(state).axes) == 3          # two stages + one twin axis
+    with pytest.raises(ValueError, match="no curve"):
+        draw_reader_curves({"curves": []})
+    with pytest.raises(ValueError, match="multiple"):
+        draw_image_tokens(np.zeros((100, 100, 3), dtype=np.uint8))

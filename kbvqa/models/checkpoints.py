@@ -3,13 +3,15 @@
 The papers' models are larger than one free GPU holds; each role names the largest checkpoint of
 the paper's family that fits with room for batching, and ``PAPER_MODELS`` records what the paper
 used so the book can say how far the reproduction is from it. Nothing here downloads: the ids go
-to ``VLM.from_pretrained`` in the gpu profile only (the cpu profile uses the tiny checkpoint).
+to ``VLM.from_pretrained`` in the gpu profile only (the cpu profile uses the shipped reader or the
+tiny checkpoint).
 
-Leaves out: the tiny cpu checkpoint (``kbvqa.models.tiny``), loading (``loading.py``).
+Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loading (``loading.py``).
 """
 from __future__ import annotations
 
 GPU_CHECKPOINTS = {
+    "reader": "HuggingFaceTB/SmolVLM-256M-Instruct",   # the cpu reader's family at full size (chapter 01)
     "generator": "Qwen/Qwen2-VL-2B-Instruct",          # RCTS answers, SeRTS text generation
     "reasoner": "Qwen/Qwen2-VL-2B-Instruct",           # RCTS reasoning contexts (§3.2)
     "reag_generator": "Qwen/Qwen2.5-VL-3B-Instruct",   # ReAG generator (cold start + GRPO)
@@ -20,6 +22,7 @@ GPU_CHECKPOINTS = {
 }
 
 PAPER_MODELS = {
+    "reader": "SmolVLM-256M/500M-Instruct (SmolLM2-135M/360M + SigLIP, Idefics3): the reader's own family",
     "generator": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code); Llama2-7B-chat / GPT-3.5 (SeRTS)",
     "reasoner": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code)",
     "reag_generator": "Qwen2.5-VL-7B / 3B (ReAG)",
@@ -38,10 +41,12 @@ def gpu_checkpoint(role: str) -> str:
 
 
 def load_vlm(role: str = "generator", profile=None, **kwargs):
-    """The model a chapter uses for ``role`` in the active profile: the shipped tiny checkpoint in the
-    cpu profile (every role shares it; chapters fine-tune copies), the hub checkpoint of
-    ``gpu_checkpoint(role)`` on the profile's device in the gpu profile. This is the one place where
-    the profile decides which weights a notebook gets."""
+    """The model a chapter uses for ``role`` in the active profile. In the cpu profile: the shipped
+    reader (``kbvqa.reader``: SmolLM2-135M-Instruct + our vision tower) for ``role="reader"``, the
+    shipped tiny checkpoint for every other role (chapters fine-tune copies; they move to the reader
+    as their experiments are re-run on it). In the gpu profile: the hub checkpoint of
+    ``gpu_checkpoint(role)`` on the profile's device. This is the one place where the profile decides
+    which weights a notebook gets."""
     from kbvqa.config import get_profile
 
     gpu_checkpoint(role)  # validates the role in both profiles
@@ -50,6 +55,10 @@ def load_vlm(role: str = "generator", profile=None, **kwargs):
         from kbvqa.models.vlm import VLM
 
         return VLM.from_pretrained(gpu_checkpoint(role), device=profile.device, **kwargs)
+    if role == "reader":
+        from kbvqa.reader.ship import load_reader
+
+        return load_reader(**kwargs)
     from kbvqa.models.tiny import load_tiny_vlm
 
     return load_tiny_vlm(**kwargs)

@@ -1,11 +1,23 @@
-"""The reader's checks during training (``quick_checks``), on the toy world's TEST split.
+"""The reader's model card (``evaluate_card``) and its quick checks during training (``quick_checks``).
 
-- vision stage: the creature classifier's accuracy on the test views (``vision_entity_acc``);
-- connector stage: greedy naming of test views (``naming_acc``: the creature's name in the answer);
-- mixture stage: naming, and teacher-forced exact match of KB-VQA answers with the gold passage
-  alone and among 10 passages (``tf_gold_passage``, ``tf_10_passages``; one forward pass each).
+``evaluate_card(vlm, world, n=200)`` measures every row on the toy world's TEST split, the query
+image at the reader's 112 px and the question's "this <family noun>" (never the creature's name):
 
-Leaves out: the full model card (``evaluate_card``), which is generated and scored officially.
+- KB-VQA with the gold passage alone, with no passage (ReAG's j = 0 prompt), and with the gold among
+  10 passages (the look-alikes' passages of the same section, then random ones); answers scored by
+  the official scorers (``kbvqa_official_correct``: InfoSeek's pointwise score for string / time /
+  numerical, E-VQA's multi-answer IoU), never by the ReAG training reward;
+- the ReAG critic's ROC-AUC (all negatives, and hard negatives alone), RCTS multiple choice with 0 /
+  3 random / 3 same-rule examples, MOLT pairwise matching and grounding IoU;
+- ``ladder_valid_rate``: MOLT Table 14 outputs that parse (Eq. 9) with a consistent chain (Eq. 10);
+- ``serts_query_recall_gain``: BM25 recall@5 of the reader's SeRTS query minus the question's.
+
+``CARD_TARGETS`` holds the targets (the three KB-VQA rows block); ``card_table`` shows a card with
+Wilson intervals; ``live_kbvqa`` re-runs the KB-VQA rows on a small subset for a chapter's check.
+During training ``quick_checks`` looks at the stage's skill: view classification, naming, or
+teacher-forced KB-VQA exact match (one forward pass).
+
+Leaves out: training (``train.py``), the tiny model's older card (``kbvqa.models.model_card``).
 """
 from __future__ import annotations
 
@@ -69,6 +81,7 @@ CARD_TARGETS = {  # key -> (comparison, target); the three kbvqa_* rows are the 
     "ladder_valid_rate": (">=", 0.90), "serts_query_recall_gain": (">", 0.0),
 }
 BLOCKING = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc")
+KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
 
 
 def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
@@ -85,18 +98,15 @@ def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
 
 
 def card_sets(world, n: int, image_size: int) -> dict:
-    """The card's evaluation sets on the TEST split (first ``n`` queries of each)."""
-    import dataclasses
-
+    """The card's evaluation sets on the TEST split (first ``n`` queries of each). The 10-passage
+    row's 9 distractors are the look-alikes' passages of the same section, then random ones."""
     from kbvqa.models.pretrain_eval import eval_examples
     from kbvqa.reader.tasks import mix_config
 
     cfg = mix_config(image_size, 0)
-    ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))  # the look-alikes' same section, then random
-    sets = {t: eval_examples(world, t, n=n, config=cfg) for t in
-            ("kbvqa_gold_passage", "kbvqa_no_passage", "critic", "mc_zero_shot", "mc_3_random", "mc_3_same_rule",
-             "pairwise", "grounding", "serts_query")}
-    sets["kbvqa_10_passages"] = eval_examples(world, "kbvqa_10_passages", n=n, config=ten)
+    sets = card_sets_kbvqa(world, n, image_size)
+    sets.update({t: eval_examples(world, t, n=n, config=cfg) for t in
+                 ("critic", "mc_zero_shot", "mc_3_random", "mc_3_same_rule", "pairwise", "grounding", "serts_query")})
     sets["ladder"] = ladder_set(world, n, image_size)
     return sets
 
@@ -150,11 +160,13 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
                             batch_size=batch_size)
         return [o[0] for o in outs]
 
-    card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}}
-    for task in ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages"):
+    card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}, "records": {}}
+    for task in KBVQA_ROWS:
         outs = generate(sets[task], 32)
-        card[f"{task}_acc"] = float(np.mean([kbvqa_official_correct(parse_think_answer(o).answer, e.meta)
-                                             for o, e in zip(outs, sets[task])]))
+        right = [kbvqa_official_correct(parse_think_answer(o).answer, e.meta) for o, e in zip(outs, sets[task])]
+        card[f"{task}_acc"] = float(np.mean(right))
+        card["records"][task] = [{"query_id": e.meta["query_ids"][0], "correct": bool(r), "output": o}
+                                 for e, r, o in zip(sets[task], right, outs)]
         card["examples"][task] = {"target": sets[task][0].completion, "output": outs[0]}
     p = vlm.p_yes([e.prompt for e in sets["critic"]], batch_size=batch_size).tolist()
     labels = [e.completion == "Yes" for e in sets["critic"]]
@@ -185,3 +197,106 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
 
 def _meets(value: float, op: str, target: float) -> bool:
     return {">=": value >= target, "<=": value <= target, ">": value > target}[op]
+
+
+def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) -> dict:
+    """The three KB-VQA rows on the first ``n`` test queries, per query: ``{task: [bool, ...]}``."""
+    from kbvqa.parsers import parse_think_answer
+
+    sets = card_sets_kbvqa(world, n, image_size)
+    out = {}
+    for task, examples in sets.items():
+        texts = vlm.generate([e.prompt for e in examples], max_new_tokens=32, temperature=0, batch_size=batch_size)
+        out[task] = [kbvqa_official_correct(parse_think_answer(t[0]).answer, e.meta) for t, e in zip(texts, examples)]
+    return out
+
+
+def card_sets_kbvqa(world, n: int, image_size: int) -> dict:
+    """The card's three KB-VQA sets alone (see ``card_sets``)."""
+    import dataclasses
+
+    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.reader.tasks import mix_config
+
+    cfg = mix_config(image_size, 0)
+    ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))
+    return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg) for t in KBVQA_ROWS}
+
+
+def card_table(evaluation: dict, before: dict | None = None):
+    """The card as a table: value (a Wilson 95 % interval for the accuracies), target, met; with
+    ``before`` (the 1.45M from-scratch model's card) beside it."""
+    import pandas as pd
+
+    from kbvqa.experiments.rcts_stats import wilson_interval
+
+    n = evaluation["n_queries"]
+    rows = {}
+    for key, (op, target) in CARD_TARGETS.items():
+        value = evaluation.get(key)
+        interval = ""
+        if value is not None and key.endswith("_acc"):
+            size = evaluation["sizes"].get(key.removesuffix("_acc"), n)
+            low, high = wilson_interval(round(value * size), size)
+            interval = f"[{low:.2f}, {high:.2f}]"
+        rows[key] = {"reader": None if value is None else round(value, 3), "95 % interval": interval,
+                     "target": f"{op} {target}", "met": None if value is None else _meets(value, op, target)}
+        if before is not None:
+            rows[key]["1.45M model (from scratch)"] = before.get(key)
+    return pd.DataFrame(rows).T
+
+
+def write_card(path, evaluation: dict, world=None) -> dict:
+    """``card.json`` beside a shipped reader: the evaluation plus provenance (commit, seeds,
+    toy-world version, steps and wall time per stage, machine, the reader's fingerprint)."""
+    import datetime
+    import json
+    import platform
+    from pathlib import Path
+
+    from kbvqa.data import TOYWORLD_VERSION
+    from kbvqa.models.model_card import git_commit
+    from kbvqa.reader.ship import reader_fingerprint
+
+    path = Path(path)
+    state = json.loads((path / "curves.json").read_text())
+    config = state["config"]
+    stages = {}
+    for point in state["curves"]:
+        entry = stages.setdefault(point["stage"], {"steps": 0, "seconds": 0.0})
+        entry["steps"] = max(entry["steps"], point["step"] + 1)
+        entry["seconds"] += point["seconds"]
+    card = {"commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "seed": config["seed"], "world_seed": config["world_seed"],
+            "toyworld_version": getattr(world, "version", TOYWORLD_VERSION),
+            "stages": {k: {"steps": v["steps"], "minutes": round(v["seconds"] / 60, 1)} for k, v in stages.items()},
+            "wall_minutes": round(state["wall_s"] / 60, 1), "fingerprint": reader_fingerprint(path),
+            "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                        "torch": torch.__version__, "threads": config["threads"]},
+            "config": config, "targets": {k: list(v) for k, v in CARD_TARGETS.items()}, "evaluation": evaluation}
+    (path / "card.json").write_text(json.dumps(card, indent=1, default=str))
+    return card
+
+
+def main(argv=None) -> None:
+    """``python -m kbvqa.reader.card [DIR] [--n 200]``: evaluate a shipped reader, write DIR/card.json."""
+    import argparse
+    import json
+
+    from kbvqa.data import get_world
+    from kbvqa.reader.ship import READER_DIR, load_reader
+
+    parser = argparse.ArgumentParser(description="Evaluate the shipped reader and write its card.json")
+    parser.add_argument("directory", nargs="?", default=str(READER_DIR))
+    parser.add_argument("--n", type=int, default=200, help="test queries per row")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    world = get_world(0)
+    evaluation = evaluate_card(load_reader(args.directory), world, n=args.n)
+    card = write_card(args.directory, evaluation, world)
+    print(json.dumps({k: v for k, v in card["evaluation"].items() if k not in ("records", "examples")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Benchmarks of the reader (SmolLM2-135M + our vision tower, ``kbvqa.reader``): load, prefix sharing, decode.
+
+``rows()`` returns the measurements (``main`` prints them); targets are ratios measured in this run:
+
+- load time of the shipped reader from the cached base (absolute, context only);
+- one prompt x 8 samples x 32 new tokens: one call (the prompt prefilled once, its KV cache shared
+  by the 8 samples) against 8 separate calls (goal >= 3x);
+- decode throughput (new tokens per second, prefill excluded: time(1 + 32 tokens) - time(1 token),
+  every row forced to 32 tokens) at batch 1, 8 and 32, beside the memory-bandwidth bound: a decode
+  step must read every weight once, so tokens/s <= batch x copy bandwidth / weight bytes. The copy
+  bandwidth is measured here (a 256 MiB tensor copy: bytes read + written per second).
+
+Run: ``python benchmarks/bench_reader.py`` (or ``make benchmarks``). Leaves out: GPUs.
+"""
+from __future__ import annotations
+
+import torch
+from _timing import best_of, print_rows, row
+
+DECODE_TOKENS = 32
+
+
+def copy_bandwidth(mib: int = 256, repeats: int = 5) -> float:
+    """Bytes per second of ``dst.copy_(src)`` (read + write) for a ``mib`` MiB float32 tensor."""
+    src = torch.rand(mib * 2**20 // 4)
+    dst = torch.empty_like(src)
+    seconds, _ = best_of(lambda: dst.copy_(src), repeats)
+    return 2 * src.numel() * 4 / seconds
+
+
+def weight_bytes_per_step(vlm) -> int:
+    """Bytes of the text model's weights one decode step reads (the tied output table once)."""
+    text = vlm.core.model.text_model
+    seen, total = set(), 0
+    for p in list(text.parameters()) + [vlm.core.lm_head.weight]:
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            total += p.numel() * p.element_size()
+    return total
+
+
+def decode_tokens_per_s(vlm, prompt, batch: int) -> float:
+    def run(new):
+        return vlm.model.generate(**vlm.encode([prompt] * batch), max_new_tokens=new, min_new_tokens=new,
+                                  do_sample=False, pad_token_id=vlm.tokenizer.pad_token_id)
+
+    with torch.no_grad():
+        first, _ = best_of(lambda: run(1), 2)
+        full, _ = best_of(lambda: run(1 + DECODE_TOKENS), 2)
+    return batch * DECODE_TOKENS / max(full - first, 1e-9)
+
+
+def rows(argv=None) -> list[dict]:
+    from kbvqa.data import get_world
+    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.reader.ship import load_reader
+    from kbvqa.reader.tasks import mix_config
+
+    torch.set_num_threads(2)
+    load_reader()                        # warm the base cache (converted once per machine)
+    load_s, vlm = best_of(load_reader, 1)
+    world = get_world(0)
+    prompt = eval_examples(world, "kbvqa_10_passages", n=1, config=mix_config(112, 0))[0].prompt
+    kwargs = {"max_new_tokens": DECODE_TOKENS, "temperature": 1.0}
+    one_call, _ = best_of(lambda: vlm.generate([prompt], n=8, seed=0, **kwargs), 2)
+    eight_calls, _ = best_of(lambda: [vlm.generate([prompt], n=1, seed=s, **kwargs) for s in range(8)], 2)
+    bandwidth = copy_bandwidth()
+    weights = weight_bytes_per_step(vlm)
+    out = [row("reader load (base cached)", load_s, "s", kind="time"),
+           row("8 samples x 32 tokens, one call (shared prefill)", one_call, "s", kind="time"),
+           row("8 separate calls / one call (prefix sharing)", eight_calls / one_call, "x", (">=", 3)),
+           row("copy bandwidth", bandwidth / 1e9, "GB/s", kind="time"),
+           row("weight bytes read per decode step", weights / 1e6, "MB", kind="count")]
+    for batch in (1, 8, 32):
+        measured = decode_tokens_per_s(vlm, prompt, batch)
+        bound = batch * bandwidth / weights
+        out.append(row(f"decode, batch {batch}: tokens/s", measured, "tok/s", kind="time"))
+        out.append(row(f"decode, batch {batch}: share of the bandwidth bound ({bound:.0f} tok/s)",
+                       measured / bound, "", kind="check"))
+    return out
+
+
+def main(argv=None) -> None:
+    print_rows(rows(argv), "the reader (SmolLM2-135M-Instruct + toy vision tower)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Pictures of the reader: how a view becomes image tokens, and how its three training stages went.
+
+- ``draw_image_tokens(image, patch, scale)``: the view with its ViT patch grid (thin lines) and the
+  pixel-shuffle groups (thick lines: each ``scale x scale`` block of patches becomes ONE token of
+  the language model), numbered in the order the tokens enter the prompt.
+- ``draw_reader_curves(state)``: one panel per training stage (vision classifier, connector
+  through the frozen LM, LoRA on the mixture): training loss (smoothed) and the stage's test-split
+  checks on a second axis.
+
+Both return a closed ``matplotlib`` figure (a notebook shows it once, as the cell's value).
+Leaves out: training and evaluation (``kbvqa.reader``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+STAGE_TITLES = {"vision": "1. vision tower (classifier)", "connector": "2. connector (frozen LM names it)",
+                "mixture": "3. LoRA + connector (task mixture)"}
+CHECK_LABELS = {"vision_entity_acc": "creature from a test view", "naming_acc": "names the creature (greedy)",
+                "tf_gold_passage": "KB-VQA, gold passage (teacher-forced)",
+                "tf_10_passages": "KB-VQA, gold among 10 (teacher-forced)"}
+
+
+def draw_image_tokens(image, patch: int = 14, scale: int = 2, size: float = 4.0):
+    """The view, its ``patch``-pixel ViT patches and the ``scale x scale`` groups that become tokens."""
+    import matplotlib.pyplot as plt
+
+    pixels = np.asarray(image)
+    side = pixels.shape[0]
+    if side % (patch * scale):
+        raise ValueError(f"image side {side} is not a multiple of patch x scale = {patch * scale}")
+    fig, ax = plt.subplots(figsize=(size, size))
+    ax.imshow(pixels, extent=(0, side, side, 0))
+    for x in range(0, side + 1, patch):
+        thick = x % (patch * scale) == 0
+        kw = {"color": "white", "lw": 2.2 if thick else 0.6, "alpha": 0.95 if thick else 0.6}
+        ax.axvline(x, **kw)
+        ax.axhline(x, **kw)
+    step = patch * scale
+    for k, (r, c) in enumerate((r, c) for r in range(side // step) for c in range(side // step)):
+        ax.text(c * step + step / 2, r * step + step / 2, str(k + 1), ha="center", va="center", fontsize=11,
+                color="black", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.8, "lw": 0})
+    n_patches, n_tokens = (side // patch) ** 2, (side // step) ** 2
+    ax.set_title(f"{side}x{side} px: {n_patches} patches -> {n_tokens} tokens", fontsize=11)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def _smooth(values, window: int):
+    values = np.asarray(values, dtype=float)
+    if len(values) < window or window < 2:
+        return values
+    kernel = np.ones(window) / window
+    head = [values[: i + 1].mean() for i in range(window - 1)]
+    return np.concatenate([head, np.convolve(values, kernel, mode="valid")])
+
+
+def draw_reader_curves(state: dict, width: float = 12.0):
+    """Training loss and test-split checks of each stage in ``state`` (``curves.json`` of a run)."""
+    import matplotlib.pyplot as plt
+
+    stages = [s for s in STAGE_TITLES if any(c["stage"] == s for c in state["curves"])]
+    if not stages:
+        raise ValueError("the training state has no curve points")
+    fig, axes = plt.subplots(1, len(stages), figsize=(width, 3.6), squeeze=False)
+    for ax, stage in zip(axes[0], stages):
+        points = [c for c in state["curves"] if c["stage"] == stage]
+        steps = [c["step"] for c in points]
+        window = max(1, len(points) // 40)
+        ax.plot(steps, _smooth([c["loss"] for c in points], window), color="tab:blue", lw=1.2)
+        ax.set(title=STAGE_TITLES[stage], xlabel="step", ylabel="training loss")
+        checks = [e for e in state.get("evals", []) if e["stage"] == stage]
+        keys = [k for k in CHECK_LABELS if any(k in e for e in checks)]
+        if keys:
+            twin = ax.twinx()
+            for key in keys:
+                rows = [e for e in checks if key in e]
+                twin.plot([e["step"] for e in rows], [e[key] for e in rows], marker="o", ms=3, label=CHECK_LABELS[key])
+            twin.set(ylim=(-0.02, 1.02), ylabel="share right (test split)")
+            twin.legend(fontsize=8, loc="center right")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
