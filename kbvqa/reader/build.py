@@ -16,6 +16,8 @@ matched), a freshly initialised vision tower and connector, and four new tokens
 embedding rows are appended to SmolLM2's 49,152. The chat template is SmolLM2's ChatML (its default
 system prompt when a chat has none) with ``<image>`` where an image part stands.
 
+``architecture_table(vlm)`` lists the three parts with their shapes and sizes (chapter 01).
+
 Leaves out: the base weights (``base.py``), training (``train.py``), shipping (``ship.py``).
 """
 from __future__ import annotations
@@ -145,3 +147,27 @@ def build_reader(config: ReaderConfig | None = None, seed: int = 0, base=None):
 def base_vocab_size() -> int:
     """SmolLM2's own vocabulary (rows of the table below the new tokens)."""
     return 49152
+
+
+def architecture_table(vlm):
+    """One row per part of an Idefics3 model: what it is, its shape, parameters, trained or not here."""
+    import pandas as pd
+
+    core = vlm.core
+    vision, connector, text = core.model.vision_model, core.model.connector, core.model.text_model
+    vc, tc = core.config.vision_config, core.config.text_config
+    scale = core.config.scale_factor
+    side = vc.image_size // vc.patch_size
+
+    def count(module):
+        return sum(p.numel() for p in module.parameters())
+
+    rows = [("vision tower (SigLIP-style ViT)", f"{vc.image_size} px, patch {vc.patch_size} -> {side}x{side} "
+             f"patches, {vc.num_hidden_layers} layers x {vc.hidden_size}", count(vision), "ours, on the toy world"),
+            ("connector (pixel shuffle + linear)", f"{scale}x{scale} patches -> 1 token: "
+             f"{vc.hidden_size * scale**2} -> {tc.hidden_size}, {(side // scale) ** 2} tokens per image",
+             count(connector), "ours, on the toy world"),
+            ("language model (SmolLM2-135M-Instruct)", f"{tc.num_hidden_layers} layers x {tc.hidden_size}, "
+             f"{tc.num_attention_heads} heads ({tc.num_key_value_heads} KV), vocabulary {tc.vocab_size}",
+             count(text), "pretrained; LoRA adapters ours")]
+    return pd.DataFrame(rows, columns=["part", "shape", "parameters", "weights"]).set_index("part")
