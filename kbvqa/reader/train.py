@@ -43,8 +43,8 @@ class ReaderTrainConfig:
     threads: int = 2                     # torch threads (the machines have 2 cores)
     image_size: int = 112                # see build.ReaderConfig
     # stage 1: vision tower as a classifier
-    views_per_entity: int = 64           # fresh renders per creature (+ its page picture)
-    vision_steps: int = 1500
+    views_per_entity: int = 160          # fresh renders per creature (+ its page picture)
+    vision_steps: int = 3000
     vision_batch: int = 64
     vision_lr: float = 1e-3
     # stage 2: connector through the frozen LM (naming)
