@@ -205,3 +205,18 @@ def test_load_vlm_picks_weights_by_profile(monkeypatch):
     assert calls["hub"] == ("Qwen/Qwen2.5-VL-3B-Instruct", {"device": "cuda"})
     with pytest.raises(ValueError, match="unknown model role"):
         load_vlm("oracle", Profile("cpu", "cpu", 1.0, 10))
+
+
+def test_load_vlm_reader_role(monkeypatch):
+    """The reader's role: the shipped reader in the cpu profile, SmolVLM-256M-Instruct in the gpu profile."""
+    import kbvqa.reader.ship as ship
+    from kbvqa.config import Profile
+    from kbvqa.models import VLM, load_vlm
+
+    calls = {}
+    monkeypatch.setattr(ship, "load_reader", lambda **kw: calls.setdefault("reader", kw) or "reader")
+    monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.setdefault("hub", (p, kw))))
+    load_vlm("reader", Profile("cpu", "cpu", 1.0, 10))
+    assert "reader" in calls and "hub" not in calls
+    load_vlm("reader", Profile("gpu", "cuda", 4.0, 10))
+    assert calls["hub"] == ("HuggingFaceTB/SmolVLM-256M-Instruct", {"device": "cuda"})
