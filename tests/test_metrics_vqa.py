@@ -20,7 +20,7 @@ from kbvqa.metrics import (
     vqa_accuracy,
     vqa_normalize,
 )
-from kbvqa.metrics.vqa import mean_evqa_score
+from kbvqa.metrics.evqa import mean_evqa_score
 
 # ------------------------------------------------------------------ VQA accuracy (10 annotators)
 
@@ -135,8 +135,11 @@ def test_infoseek_final_score_is_harmonic_mean_of_splits():
     ]
     out = infoseek_evaluate(records)
     assert out["unseen_question"] == 0.5 and out["unseen_entity"] == 1.0
-    assert out["final"] == pytest.approx(2 / (1 / 0.5 + 1 / 1.0))      # = 2/3
+    # harmonic mean of the split percentages 50.00 and 100.00 = 66.666..., rounded as officially
+    assert out["final"] == pytest.approx(0.6667)
     assert out["type_string"] == 0.5 and out["type_numerical"] == 1.0
+    assert out["unseen_question_string"] == 0.5 and out["unseen_entity_numerical"] == 1.0
+    assert out["unseen_entity_time"] == 0.0                            # empty bucket: 0, as officially
     assert harmonic_mean(0.0, 1.0) == pytest.approx(2e-12)            # zero -> 1e-12
 
 
