@@ -3,7 +3,7 @@
 Modules (each docstring names the official file it mirrors):
 
 - ``normalize``   answer normalisation of VQA v2, InfoSeek and Encyclopedic-VQA
-- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2)
+- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2), current (2021) and 2016 versions
 - ``infoseek``    InfoSeek string/time/numerical scoring and its split score (harmonic mean of the
                   unseen-question and unseen-entity splits), on the book's records or official rows
 - ``evqa``        Encyclopedic-VQA exact match, multi-answer IoU and a BEM hook
