@@ -7,6 +7,8 @@ Modules (each docstring names the official file it mirrors):
 - ``infoseek``    InfoSeek string/time/numerical scoring and its split score (harmonic mean of the
                   unseen-question and unseen-entity splits), on the book's records or official rows
 - ``evqa``        Encyclopedic-VQA exact match, multi-answer IoU and a BEM hook
+- ``toy_kbvqa``   the toy world's KB-VQA answers scored by the two above, and the split score with a
+                  bootstrap interval resampled within the splits
 - ``choice``      MMMU multiple-choice / open parsing and ScienceQA letter accuracy
 - ``mathvision``  MATH-Vision answer extraction and equality (``lexeval``: safe LaTeX arithmetic)
 - ``retrieval``   BioASQ precision/recall/F1/hit rate, Recall@K, MRR, average precision
@@ -58,18 +60,25 @@ from kbvqa.metrics.retrieval import (
     retrieval_prf,
 )
 from kbvqa.metrics.rouge import RougeScore, mean_rouge, rouge_n, rouge_su, rouge_tokens
+from kbvqa.metrics.toy_kbvqa import (
+    SplitDiff,
+    SplitScore,
+    kbvqa_split_score,
+    paired_split_bootstrap,
+    toy_kbvqa_correct,
+)
 from kbvqa.metrics.vqa import mean_vqa_accuracy, vqa_accuracy
 
 __all__ = [
-    "RetrievalScores", "RougeScore", "average_precision",
+    "RetrievalScores", "RougeScore", "SplitDiff", "SplitScore", "average_precision",
     "choice_accuracy", "evaluate_latex", "evqa_exact_match", "evqa_normalize", "evqa_score",
     "harmonic_mean", "hit_at_k", "infoseek_evaluate", "infoseek_evaluate_official",
-    "infoseek_exact_match", "infoseek_normalize", "infoseek_score",
+    "infoseek_exact_match", "infoseek_normalize", "infoseek_score", "kbvqa_split_score",
     "mathvision_correct", "mathvision_extract_answer", "mathvision_is_equal", "mean_evqa_score",
     "mean_over_queries", "mean_reciprocal_rank", "mean_retrieval_prf", "mean_rouge",
-    "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open", "mmmu_official_rng", "mmmu_parse_batch",
-    "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct",
-    "parse_numeric_prediction", "porter_stem", "pubmed_id", "range_iou",
+    "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open", "mmmu_official_rng",
+    "mmmu_parse_batch", "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct",
+    "paired_split_bootstrap", "parse_numeric_prediction", "porter_stem", "pubmed_id", "range_iou",
     "recall_at_k", "reciprocal_rank", "retrieval_prf", "rouge_n", "rouge_su", "rouge_tokens",
-    "scienceqa_parse_choice", "vqa_accuracy", "vqa_normalize",
+    "scienceqa_parse_choice", "toy_kbvqa_correct", "vqa_accuracy", "vqa_normalize",
 ]
