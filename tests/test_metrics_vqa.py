@@ -20,7 +20,7 @@ from kbvqa.metrics import (
     vqa_accuracy,
     vqa_normalize,
 )
-from kbvqa.metrics.vqa import mean_evqa_score
+from kbvqa.metrics.evqa import mean_evqa_score
 
 # ------------------------------------------------------------------ VQA accuracy (10 annotators)
 
@@ -51,18 +51,29 @@ def test_vqa_normalisation_of_the_prediction():
     assert vqa_normalize("3.5") == "3.5"                     # a period before a digit stays
 
 
-def test_vqa_human_answers_are_taken_as_stored():
-    # Official behaviour: human answers are assumed normalised already; when all ten agree they
+def test_vqa_2016_takes_human_answers_as_stored():
+    # vqaEval.py of 2016: human answers are assumed normalised already; when all ten agree they
     # are not touched at all, so a raw "two" never equals the normalised prediction "2" ...
-    assert vqa_accuracy("two", ["two"] * 10) == 0.0
+    assert vqa_accuracy("two", ["two"] * 10, version="2016") == 0.0
     # ... unless the answers are normalised too (for raw answer lists such as the toy world).
-    assert vqa_accuracy("two", ["two"] * 10, normalize_gt=True) == 1.0
+    assert vqa_accuracy("two", ["two"] * 10, normalize_gt=True, version="2016") == 1.0
     # When they disagree, only punctuation is processed: "1,000" -> "1000" matches the prediction,
-    assert vqa_accuracy("1,000", ["1,000"] * 4 + ["1000 dollars"] * 6) == 1.0
+    assert vqa_accuracy("1,000", ["1,000"] * 4 + ["1000 dollars"] * 6, version="2016") == 1.0
     # but ten identical "1,000" stay as they are and miss the normalised "1000".
-    assert vqa_accuracy("1,000", ["1,000"] * 10) == 0.0
+    assert vqa_accuracy("1,000", ["1,000"] * 10, version="2016") == 0.0
     # processPunctuation alone turns "yes!" into "yes " (a space, no strip): no match either.
-    assert vqa_accuracy("Yes", ["yes!"] * 4 + ["no"] * 6) == 0.0
+    assert vqa_accuracy("Yes", ["yes!"] * 4 + ["no"] * 6, version="2016") == 0.0
+
+
+def test_vqa_2021_normalises_both_sides_or_neither():
+    # Current vqaEval.py: ten identical answers -> neither side is normalised (only stripped),
+    assert vqa_accuracy("two", ["two"] * 10) == 1.0
+    assert vqa_accuracy("1,000", ["1,000"] * 10) == 1.0
+    assert vqa_accuracy("Two.", ["two"] * 10) == 0.0
+    # disagreeing answers -> punctuation AND digits/articles on every answer and the prediction.
+    assert vqa_accuracy("Yes", ["yes!"] * 4 + ["no"] * 6) == 1.0        # "yes!" -> "yes " -> "yes"
+    assert vqa_accuracy("1,000", ["1,000"] * 4 + ["1000 dollars"] * 6) == 1.0
+    assert vqa_accuracy("two", ["two"] * 10, normalize_gt=True) == 1.0
 
 
 def test_vqa_mean_and_errors():
@@ -135,8 +146,11 @@ def test_infoseek_final_score_is_harmonic_mean_of_splits():
     ]
     out = infoseek_evaluate(records)
     assert out["unseen_question"] == 0.5 and out["unseen_entity"] == 1.0
-    assert out["final"] == pytest.approx(2 / (1 / 0.5 + 1 / 1.0))      # = 2/3
+    # harmonic mean of the split percentages 50.00 and 100.00 = 66.666..., rounded as officially
+    assert out["final"] == pytest.approx(0.6667)
     assert out["type_string"] == 0.5 and out["type_numerical"] == 1.0
+    assert out["unseen_question_string"] == 0.5 and out["unseen_entity_numerical"] == 1.0
+    assert out["unseen_entity_time"] == 0.0                            # empty bucket: 0, as officially
     assert harmonic_mean(0.0, 1.0) == pytest.approx(2e-12)            # zero -> 1e-12
 
 

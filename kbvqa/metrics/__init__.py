@@ -3,9 +3,12 @@
 Modules (each docstring names the official file it mirrors):
 
 - ``normalize``   answer normalisation of VQA v2, InfoSeek and Encyclopedic-VQA
-- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2); InfoSeek string/time/numerical
-                  scoring and its harmonic-mean final score; Encyclopedic-VQA exact match,
-                  multi-answer IoU and a BEM hook
+- ``vqa``         VQA accuracy with 10 annotators (VizWiz, VQA v2), current (2021) and 2016 versions
+- ``infoseek``    InfoSeek string/time/numerical scoring and its split score (harmonic mean of the
+                  unseen-question and unseen-entity splits), on the book's records or official rows
+- ``evqa``        Encyclopedic-VQA exact match, multi-answer IoU and a BEM hook
+- ``toy_kbvqa``   the toy world's KB-VQA answers scored by the two above, and the split score with a
+                  bootstrap interval resampled within the splits
 - ``choice``      MMMU multiple-choice / open parsing and ScienceQA letter accuracy
 - ``mathvision``  MATH-Vision answer extraction and equality (``lexeval``: safe LaTeX arithmetic)
 - ``retrieval``   BioASQ precision/recall/F1/hit rate, Recall@K, MRR, average precision
@@ -19,9 +22,22 @@ from kbvqa.metrics.choice import (
     mmmu_accuracy,
     mmmu_eval_choice,
     mmmu_eval_open,
+    mmmu_official_rng,
+    mmmu_parse_batch,
     mmmu_parse_choice,
     mmmu_parse_open,
     scienceqa_parse_choice,
+)
+from kbvqa.metrics.evqa import evqa_exact_match, evqa_score, mean_evqa_score
+from kbvqa.metrics.infoseek import (
+    harmonic_mean,
+    infoseek_evaluate,
+    infoseek_evaluate_official,
+    infoseek_exact_match,
+    infoseek_score,
+    numeric_range_correct,
+    parse_numeric_prediction,
+    range_iou,
 )
 from kbvqa.metrics.lexeval import evaluate_latex
 from kbvqa.metrics.mathvision import (
@@ -44,30 +60,25 @@ from kbvqa.metrics.retrieval import (
     retrieval_prf,
 )
 from kbvqa.metrics.rouge import RougeScore, mean_rouge, rouge_n, rouge_su, rouge_tokens
-from kbvqa.metrics.vqa import (
-    evqa_exact_match,
-    evqa_score,
-    harmonic_mean,
-    infoseek_evaluate,
-    infoseek_exact_match,
-    infoseek_score,
-    mean_evqa_score,
-    mean_vqa_accuracy,
-    numeric_range_correct,
-    parse_numeric_prediction,
-    range_iou,
-    vqa_accuracy,
+from kbvqa.metrics.toy_kbvqa import (
+    SplitDiff,
+    SplitScore,
+    kbvqa_split_score,
+    paired_split_bootstrap,
+    toy_kbvqa_correct,
 )
+from kbvqa.metrics.vqa import mean_vqa_accuracy, vqa_accuracy
 
 __all__ = [
-    "RetrievalScores", "RougeScore", "average_precision", "choice_accuracy", "evaluate_latex",
-    "evqa_exact_match", "evqa_normalize", "evqa_score", "harmonic_mean", "hit_at_k",
-    "infoseek_evaluate", "infoseek_exact_match", "infoseek_normalize", "infoseek_score",
+    "RetrievalScores", "RougeScore", "SplitDiff", "SplitScore", "average_precision",
+    "choice_accuracy", "evaluate_latex", "evqa_exact_match", "evqa_normalize", "evqa_score",
+    "harmonic_mean", "hit_at_k", "infoseek_evaluate", "infoseek_evaluate_official",
+    "infoseek_exact_match", "infoseek_normalize", "infoseek_score", "kbvqa_split_score",
     "mathvision_correct", "mathvision_extract_answer", "mathvision_is_equal", "mean_evqa_score",
     "mean_over_queries", "mean_reciprocal_rank", "mean_retrieval_prf", "mean_rouge",
-    "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open",
-    "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct", "parse_numeric_prediction",
-    "porter_stem", "pubmed_id", "range_iou", "recall_at_k", "reciprocal_rank", "retrieval_prf",
-    "rouge_n", "rouge_su", "rouge_tokens", "scienceqa_parse_choice", "vqa_accuracy",
-    "vqa_normalize",
+    "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open", "mmmu_official_rng",
+    "mmmu_parse_batch", "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct",
+    "paired_split_bootstrap", "parse_numeric_prediction", "porter_stem", "pubmed_id", "range_iou",
+    "recall_at_k", "reciprocal_rank", "retrieval_prf", "rouge_n", "rouge_su", "rouge_tokens",
+    "scienceqa_parse_choice", "toy_kbvqa_correct", "vqa_accuracy", "vqa_normalize",
 ]

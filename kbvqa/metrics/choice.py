@@ -5,8 +5,13 @@
                           "(A)" with brackets; else " A " standing alone; else -- only when the
                           response has more than 5 words -- the option *text*. When several
                           options are found, the one whose last occurrence is latest wins. With
-                          nothing found the official code guesses at random; here that happens
-                          only when an ``rng`` is passed, otherwise the result is ``None``.
+                          nothing found the official code guesses with ``random.choice`` after a
+                          module-level ``random.seed(42)``; here that happens only when an ``rng``
+                          is passed, otherwise the result is ``None`` (wrong).
+- ``mmmu_parse_batch`` / ``mmmu_accuracy`` reproduce the official *batch* exactly: one
+                          ``random.Random(42)`` (``mmmu_official_rng``) shared by every guess, in
+                          order. The book reports MMMU accuracy this way; the per-item parser's
+                          ``None`` default is only for showing which answers are unreadable.
 - ``mmmu_parse_open``     mirrors ``parse_open_response``: key sub-responses after "is", "so",
                           "therefore", "answer", ..., plus every number in them, lower-cased, numbers
                           as floats rounded to 2 decimals.
@@ -36,9 +41,20 @@ _KEY_INDICATORS = ("could be ", "so ", "is ", "thus ", "therefore ", "final ", "
 _TRIVIAL = (":", ",", ".", "!", "?", ";", "'")
 
 
+MMMU_SEED = 42   # eval_utils.py: ``random.seed(42)`` at import
+
+
+def mmmu_official_rng(seed: int = MMMU_SEED) -> random.Random:
+    """A generator in the state of the official module right after import; share ONE across a
+    batch, in order, to reproduce the official guesses (a fresh one per item reproduces only the
+    first guess)."""
+    return random.Random(seed)
+
+
 def mmmu_parse_choice(response: str, all_choices: Sequence[str], index2ans: Mapping[str, str],
                       rng: random.Random | None = None) -> str | None:
-    """The option letter a free-form response picks (MMMU rules), or ``None``/a random guess."""
+    """The option letter a free-form response picks (MMMU rules); when none is found, ``None``
+    (default) or, with ``rng``, ``rng.choice(all_choices)`` as the official fallback."""
     text = str(response)
     for ch in _EDGE_PUNCTUATION:
         text = text.strip(ch)
@@ -150,21 +166,26 @@ def mmmu_eval_open(gold: str | Sequence[str], preds: Sequence) -> bool:
     return False
 
 
-def mmmu_accuracy(samples: Sequence[Mapping], seed: int | None = 42) -> float:
-    """Accuracy over MMMU output records (``response``, ``answer``, ``question_type``,
-    ``all_choices``, ``index2ans``), parsing each response as ``main_parse_and_eval.py`` does.
-    ``seed`` drives the random guess for unparseable multiple-choice responses (official: 42);
-    ``None`` counts them as wrong."""
+def mmmu_parse_batch(samples: Sequence[Mapping], seed: int | None = MMMU_SEED) -> list:
+    """The official ``parsed_pred`` of each MMMU output record (``response``, ``question_type``,
+    ``all_choices``, ``index2ans``), in order: a letter for multiple choice, a list for open
+    questions. ``seed`` (official: 42) drives one generator shared by all guesses; ``None`` gives
+    ``None`` for unreadable multiple-choice responses."""
+    rng = mmmu_official_rng(seed) if seed is not None else None
+    return [mmmu_parse_choice(s["response"], s["all_choices"], s["index2ans"], rng)
+            if s.get("question_type", "multiple-choice") == "multiple-choice" else mmmu_parse_open(s["response"])
+            for s in samples]
+
+
+def mmmu_accuracy(samples: Sequence[Mapping], seed: int | None = MMMU_SEED) -> float:
+    """Accuracy over MMMU output records (``mmmu_parse_batch`` plus ``answer``), as
+    ``main_parse_and_eval.py`` computes it with the default ``seed=42``; ``seed=None`` counts
+    unreadable multiple-choice responses as wrong instead of guessing."""
     if not samples:
         raise ValueError("no samples to score")
-    rng = random.Random(seed) if seed is not None else None
-    correct = 0
-    for s in samples:
-        if s.get("question_type", "multiple-choice") == "multiple-choice":
-            pred = mmmu_parse_choice(s["response"], s["all_choices"], s["index2ans"], rng)
-            correct += mmmu_eval_choice(s["answer"], pred)
-        else:
-            correct += mmmu_eval_open(s["answer"], mmmu_parse_open(s["response"]))
+    preds = mmmu_parse_batch(samples, seed)
+    correct = sum(mmmu_eval_choice(s["answer"], p) if s.get("question_type", "multiple-choice") == "multiple-choice"
+                  else mmmu_eval_open(s["answer"], p) for s, p in zip(samples, preds))
     return correct / len(samples)
 
 
