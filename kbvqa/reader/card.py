@@ -85,16 +85,11 @@ KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
 
 
 def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
-    """A toy KB-VQA answer scored by the official scorers: InfoSeek's pointwise score for
-    string / time / numerical questions (numbers against the ``answer_range``), E-VQA's
-    multi-answer IoU >= 0.5 for list questions. No prediction is wrong."""
-    from kbvqa.metrics import evqa_score, infoseek_score
+    """A toy KB-VQA answer scored by the official scorers (``kbvqa.metrics.toy_kbvqa_correct``:
+    InfoSeek's pointwise score for string / time / numerical, E-VQA's multi-answer IoU >= 0.5)."""
+    from kbvqa.metrics import toy_kbvqa_correct
 
-    if not prediction:
-        return False
-    if meta["answer_type"] == "multi":
-        return evqa_score(prediction, "&&".join(meta["answers"]), "multi_answer") == 1.0
-    return bool(infoseek_score(prediction, meta["answer_type"], meta["answers"], meta.get("answer_range")))
+    return toy_kbvqa_correct(prediction, meta["answers"], meta["answer_type"], meta.get("answer_range"))
 
 
 def card_sets(world, n: int, image_size: int) -> dict:
