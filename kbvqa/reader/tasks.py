@@ -9,7 +9,8 @@ Three sources, all from the toy world's knowledge base and TRAINING splits (neve
   entities still have a knowledge-base entry with pictures; so do ours: the vision stage sees every
   creature's page picture and fresh renders of it, never a question about an unseen creature.
 - ``creature_name``: "Which creature is this?" -> "The image shows the <name>, a <family> with
-  <colour> <pattern>." (the first sentence of ReAG-style rationales): it binds image tokens to names.
+  <colour> <pattern>." (the first sentence of ReAG-style rationales): it binds image tokens to names,
+  for every knowledge-base creature (training views, page pictures, fresh renders).
 - ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
   teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
 - every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
@@ -32,10 +33,10 @@ from kbvqa.models.pretrain_tasks import Example, view_ref
 # share. document_lm is left out: SmolLM2 already reads English, and memorising pages would raise
 # no-passage accuracy, which must stay low (knowledge comes from retrieval).
 READER_WEIGHTS = {
-    "kbvqa_with_passages": 0.28, "kbvqa_counterfactual": 0.12, "kbvqa_no_passage": 0.03,
-    "critic": 0.12, "mc_in_context": 0.10, "reasoning_context_write": 0.02,
+    "kbvqa_with_passages": 0.30, "kbvqa_counterfactual": 0.11, "kbvqa_no_passage": 0.03,
+    "critic": 0.10, "mc_in_context": 0.09, "reasoning_context_write": 0.02,
     "reasoning_context_answer": 0.02, "serts_query": 0.03, "serts_grade": 0.03, "serts_answer": 0.02,
-    "pairwise": 0.05, "grounding": 0.04, "lookup_drill": 0.03, "creature_name": 0.03, "molt_ladder": 0.04,
+    "pairwise": 0.05, "grounding": 0.04, "lookup_drill": 0.03, "creature_name": 0.09, "molt_ladder": 0.04,
 }
 
 
@@ -50,16 +51,41 @@ def naming_example(image, entity, task: str = "creature_name") -> Example:
     return Example(prompt, naming_sentence(entity), task, meta={"entity_id": entity.id})
 
 
+def fresh_view(world, entity, rng, image_size: int | None):
+    """A lazily rendered query-style view of ``entity`` (1-3 creatures of other families as clutter),
+    drawn from ``rng``: a knowledge-base picture of the creature, never one of the world's views."""
+    import functools
+
+    from kbvqa.data.toy_images import layout_view
+
+    others = [o for o in world.entities if o.family_id != entity.family_id]
+    looks = [o.look for o in rng.sample(others, rng.randint(1, 3))]
+    spec = layout_view(rng, entity.look, looks, 112, 8.0)
+    return functools.partial(_resized, spec, image_size)
+
+
+def _resized(spec, size):
+    from kbvqa.data.toy_images import render_view
+
+    image = render_view(spec)
+    return image if size is None or image.size == (size, size) else image.resize((size, size))
+
+
 def creature_name(world, rng, cfg) -> Example:
-    """A training view (or the page picture) of a creature and its naming sentence."""
-    q = rng.choice(world.kbvqa_train)
-    if rng.random() < 0.2:
-        q = None
-        entity = rng.choice(world.entities)
-        image = view_ref(world, world.document_of(entity.id).meta["image_id"], cfg.image_size)
-    else:
+    """A picture of a creature and its naming sentence: half the time a training view of an asked
+    creature, otherwise a knowledge-base picture of ANY creature (its page picture or a fresh render),
+    so that every creature -- the unseen-entity ones too -- is named from pictures."""
+    q = None
+    if rng.random() < 0.5:
+        q = rng.choice(world.kbvqa_train)
         entity = world.entity(q.meta["entity_id"])
         image = view_ref(world, q.meta["view_id"], cfg.image_size)
+    else:
+        entity = rng.choice(world.entities)
+        if rng.random() < 0.3:
+            image = view_ref(world, world.document_of(entity.id).meta["image_id"], cfg.image_size)
+        else:
+            image = fresh_view(world, entity, rng, cfg.image_size)
     example = naming_example(image, entity)
     example.meta.update(query_ids=[q.id] if q else [], image_ids=[])
     return example
