@@ -55,7 +55,7 @@ class ReaderTrainConfig:
     lora_rank: int = 32                  # r 32 on all linear layers: 9.8M parameters, ~20 MB in bf16
     lora_alpha: int = 64
     lora_targets: tuple = ALL_LINEAR
-    mixture_steps: int = 800
+    mixture_steps: int = 500
     mixture_batch: int = 4
     mixture_lr: float = 3e-4
     warmup_steps: int = 20               # linear warm-up, then cosine to 10 % (every stage)
