@@ -169,7 +169,7 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
     hard = [(s, y) for s, y, e in zip(p, labels, sets["critic"]) if y or e.meta.get("negative_kind") == "hard"]
     card["critic_roc_auc_hard"] = roc_auc([s for s, _ in hard], [y for _, y in hard])
     for task in ("mc_zero_shot", "mc_3_random", "mc_3_same_rule"):
-        outs = generate(sets[task], 32)
+        outs = generate(sets[task], 12)     # "The answer is B." comes first; the reason follows
         golds = [parse_rcts_answer(e.completion).letter for e in sets[task]]
         card[f"{task}_acc"] = float(np.mean([parse_rcts_answer(o).letter == g for o, g in zip(outs, golds)]))
     outs = generate(sets["pairwise"], 64)
