@@ -40,7 +40,8 @@ def vision_entity_acc(trainer, n: int = 200) -> float:
     views = _test_views(trainer.world, n)
     size = trainer.config.image_size
     pics = np.stack([np.asarray(trainer.world.image_of(v).resize((size, size))) for v, _ in views])
-    states = trainer.vlm.core.model.vision_model(pixel_values=to_pixels(torch.from_numpy(pics))).last_hidden_state
+    pixels = to_pixels(torch.from_numpy(pics)).to(trainer.device)
+    states = trainer.vlm.core.model.vision_model(pixel_values=pixels).last_hidden_state
     pred = trainer.heads(states)[0].argmax(-1).tolist()
     return float(np.mean([p == trainer.bank.entities.index(e) for p, (_, e) in zip(pred, views)]))
 

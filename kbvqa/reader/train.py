@@ -41,6 +41,7 @@ class ReaderTrainConfig:
     seed: int = 0                        # model init, view bank, example stream, batch order
     world_seed: int = 0                  # the toy world
     threads: int = 2                     # torch threads (the machines have 2 cores)
+    device: str | None = None            # None: CUDA when present (bf16 autocast there too), else CPU
     image_size: int = 112                # see build.ReaderConfig
     # stage 1: vision tower as a classifier
     views_per_entity: int = 160          # fresh renders per creature (+ its page picture)
@@ -118,13 +119,17 @@ class Trainer:
         torch.set_num_threads(config.threads)
         self.world = world or get_world(config.world_seed)
         self.vlm = build_reader(ReaderConfig(image_size=config.image_size), seed=config.seed, base=base)
+        from kbvqa.models.loading import resolve_device
+
+        self.device = resolve_device(config.device)
+        self.vlm.model.to(self.device)
         self.state = {"stage": "vision", "step": 0, "curves": [], "evals": [], "wall_s": 0.0,
                       "config": asdict(config)}
         self.heads, self.optimizer = None, None
         self._last_save = time.time()
         path = self.run_dir / "state.pt"
         if path.exists():
-            self._resume(torch.load(path, weights_only=False))
+            self._resume(torch.load(path, weights_only=False, map_location=self.device))
 
     # ------------------------------------------------------------------ checkpoints
     def _trainable_names(self):
@@ -134,7 +139,7 @@ class Trainer:
 
     def save(self) -> None:
         core = dict(self.vlm.core.named_parameters())
-        blob = {"tensors": {n: core[n].detach().clone() for n in self._trainable_names()},
+        blob = {"tensors": {n: core[n].detach().cpu().clone() for n in self._trainable_names()},
                 "state": self.state, "heads": self.heads.state_dict() if self.heads is not None else None,
                 "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None}
         tmp = self.run_dir / "state.pt.tmp"
@@ -168,7 +173,7 @@ class Trainer:
             from kbvqa.reader.tasks import ViewBank
 
             self.bank = ViewBank(self.world, c.views_per_entity, c.image_size, seed=c.seed)
-            self.heads = VisionHeads(vision.config.hidden_size, self.bank.heads())
+            self.heads = VisionHeads(vision.config.hidden_size, self.bank.heads()).to(self.device)
             if blob and blob.get("heads"):
                 self.heads.load_state_dict(blob["heads"])
             vision.requires_grad_(True)
@@ -216,8 +221,8 @@ class Trainer:
     def vision_step(self, rng: random.Random) -> float:
         bank, c = self.bank, self.config
         idx = [rng.randrange(len(bank.pixels)) for _ in range(c.vision_batch)]
-        pixels = to_pixels(torch.from_numpy(bank.pixels[idx]))
-        labels = torch.from_numpy(bank.labels[idx])
+        pixels = to_pixels(torch.from_numpy(bank.pixels[idx])).to(self.device)
+        labels = torch.from_numpy(bank.labels[idx]).to(self.device)
         states = self.vlm.core.model.vision_model(pixel_values=pixels).last_hidden_state
         logits = self.heads(states)
         weights = (1.0, 0.5, 0.5, 0.5)
@@ -265,7 +270,7 @@ class Trainer:
                 t0 = time.time()
                 rng = random.Random(f"reader-batch:{c.seed}:{stage}:{self.state['step']}")
                 self._set_lr(total)
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=stage != "vision"):
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=stage != "vision"):
                     loss = self.loss(stage, rng, stream)
                 loss.backward()
                 params = [p for g in self.optimizer.param_groups for p in g["params"]]
@@ -314,9 +319,10 @@ def main(argv=None) -> None:
     parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
     parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
     args = parser.parse_args(argv)
-    config = ReaderTrainConfig(threads=args.threads)
+    config = ReaderTrainConfig(threads=args.threads, device=args.device)
     trainer = Trainer(config, args.run_dir or default_run_dir())
     state = trainer.run(max_minutes=args.max_minutes)
     if state["stage"] == "done" and args.export is not None:
