@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-STAGE_TITLES = {"vision": "1. vision tower (classifier)", "connector": "2. connector (frozen LM names it)",
-                "mixture": "3. LoRA + connector (task mixture)"}
+STAGE_TITLES = {"vision": "1. vision tower (classifier)", "align": "2a. image tokens -> name embeddings",
+                "connector": "2b. connector (frozen LM names it)", "mixture": "3. LoRA + connector (task mixture)"}
 CHECK_LABELS = {"vision_entity_acc": "creature from a test view", "naming_acc": "names the creature (greedy)",
                 "tf_gold_passage": "KB-VQA, gold passage (teacher-forced)",
                 "tf_10_passages": "KB-VQA, gold among 10 (teacher-forced)"}
