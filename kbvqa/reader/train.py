@@ -3,7 +3,7 @@
 1. ``vision``: the vision tower alone, as a classifier of fresh views (``tasks.ViewBank``): heads
    for the creature, its family, colour and pattern on the mean-pooled patch states. No language
    model is involved, so thousands of images a minute go through on two cores.
-2a. ``align``: the connector (and the tower at a tenth of the rate) maps each view to image tokens
+2a. ``align``: the connector and the tower map each view to image tokens
    close to SmolLM2's input embeddings of " <name>, a <family> with <colour> <pattern>" (no LM run):
    the frozen LM then *reads* the creature's name off the image, which it cannot learn to do from
    a caption loss in a few hundred steps (naming stayed at 0 % after 120 connector steps).
@@ -55,7 +55,7 @@ class ReaderTrainConfig:
     # stage 2a: image tokens aligned with the name's token embeddings (no LM run: cheap)
     align_steps: int = 1500
     align_batch: int = 64
-    align_lr: float = 1e-3               # connector; the tower moves at align_lr / 10
+    align_lr: float = 1e-3               # connector and tower: every 2x2 block must carry the identity
     # stage 2b: connector through the frozen LM (naming)
     connector_steps: int = 120
     connector_batch: int = 16
@@ -212,7 +212,7 @@ class Trainer:
             connector.requires_grad_(True)
             vision.requires_grad_(True)
             groups = [{"params": list(connector.parameters()), "lr": c.align_lr},
-                      {"params": list(vision.parameters()), "lr": c.align_lr / 10}]
+                      {"params": list(vision.parameters()), "lr": c.align_lr}]
         elif stage == "connector":
             connector.requires_grad_(True)
             vision.requires_grad_(True)
