@@ -233,18 +233,6 @@ def test_ladder_validity_needs_format_and_chain():
 
 
 # ------------------------------------------------------------------------------------------ train + ship
-def test_name_targets_hold_the_phrase_embeddings(tiny_base, world):
-    from kbvqa.reader.train import name_embedding_targets
-
-    vlm = build_reader(SMALL, base=tiny_base)
-    entities = world.entities[:3]
-    target, mask = name_embedding_targets(vlm, entities)
-    assert target.shape == (3, SMALL.image_tokens, 64) and mask.shape == (3, SMALL.image_tokens)
-    ids = vlm.tokenizer(f" {entities[0].name}", add_special_tokens=False).input_ids
-    table = vlm.core.model.text_model.embed_tokens.weight
-    assert torch.equal(target[0, 0], table[ids[0]].detach().float()) and mask[0].sum() == SMALL.image_tokens
-
-
 def test_lr_schedule():
     from kbvqa.reader.train import lr_at
 
@@ -274,9 +262,8 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     real_build = reader_build.build_reader
     monkeypatch.setattr(reader_build, "build_reader",
                         lambda config=None, seed=0, base=None: real_build(dataclasses.replace(SMALL), seed, tiny_base))
-    config = ReaderTrainConfig(image_size=56, views_per_entity=1, vision_steps=2, vision_batch=4, align_steps=2,
-                               align_batch=4, connector_steps=2,
-                               connector_batch=2, mixture_steps=2, mixture_batch=1, eval_n=2, lora_rank=2, lora_alpha=4,
+    config = ReaderTrainConfig(image_size=56, views_per_entity=1, vision_steps=2, vision_batch=4, naming_steps=2,
+                               naming_batch=2, mixture_steps=2, mixture_batch=1, eval_n=2, lora_rank=2, lora_alpha=4,
                                threads=1)
     run = tmp_path / "run"
     trainer = Trainer(config, run, world=world, base=tiny_base)

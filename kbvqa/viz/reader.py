@@ -3,8 +3,8 @@
 - ``draw_image_tokens(image, patch, scale)``: the view with its ViT patch grid (thin lines) and the
   pixel-shuffle groups (thick lines: each ``scale x scale`` block of patches becomes ONE token of
   the language model), numbered in the order the tokens enter the prompt.
-- ``draw_reader_curves(state)``: one panel per training stage (vision classifier, connector
-  through the frozen LM, LoRA on the mixture): training loss (smoothed) and the stage's test-split
+- ``draw_reader_curves(state)``: one panel per training stage (vision classifier, naming, the
+  task mixture): training loss (smoothed) and the stage's test-split
   checks on a second axis.
 
 Both return a closed ``matplotlib`` figure (a notebook shows it once, as the cell's value).
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-STAGE_TITLES = {"vision": "1. vision tower (classifier)", "align": "2a. image tokens -> name embeddings",
-                "connector": "2b. connector (frozen LM names it)", "mixture": "3. LoRA + connector (task mixture)"}
+STAGE_TITLES = {"vision": "1. vision tower (classifier)", "naming": "2. LoRA + connector: naming",
+                "mixture": "3. LoRA + connector: task mixture"}
 CHECK_LABELS = {"vision_entity_acc": "creature from a test view", "naming_acc": "names the creature (greedy)",
                 "tf_gold_passage": "KB-VQA, gold passage (teacher-forced)",
                 "tf_10_passages": "KB-VQA, gold among 10 (teacher-forced)"}
