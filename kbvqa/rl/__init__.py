@@ -9,7 +9,6 @@
 
 Leaves out: PPO and the MOLT/SeRTS training loops.
 """
-from kbvqa.rl.cold_start import cold_start_example, cold_start_examples, cold_start_trace
 from kbvqa.rl.common import build_optimizer, prepare_trainable
 from kbvqa.rl.grpo import (
                            GRPOConfig,
@@ -34,8 +33,8 @@ from kbvqa.rl.sft import (
                            split_tokens,
 )
 
-__all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss", "cold_start_example",
-           "cold_start_examples", "cold_start_trace", "group_advantages", "grpo_loss", "GRPOConfig",
+__all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss",
+           "group_advantages", "grpo_loss", "GRPOConfig",
            "GRPOLoss", "GRPOResult", "grpo_step", "GRPOStepStats", "grpo_train", "policy_update",
            "prepare_trainable", "Rollouts", "sample_groups", "sft_batch_loss", "SFTConfig", "SFTLoss",
            "sft_loss", "SFTResult", "sft_train", "split_tokens"]

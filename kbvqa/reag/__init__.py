@@ -1,0 +1,18 @@
+"""ReAG: multi-level retrieval, a critic that filters passages by P(Yes), and SFT + GRPO of the generator.
+
+Modules: ``critic`` (§3.2, Eq. 4), ``kbvqa.reag.critic_train`` / ``kbvqa.reag.critic_eval`` (supp. A, Tab. 6, Fig. 7),
+``cold_start`` and ``traces`` (§3.3, supp. D: cold-start data and teacher traces), ``rewards``
+(Eq. 9 on the judge of supp. B, ``kbvqa.metrics.answers``), ``results`` (the ablation ladder,
+Tab. 4), ``paper`` (every number we quote from the paper). Retrieval is shared
+(``kbvqa.retrieval.multilevel``), and so are the trainers (``kbvqa.rl``: ReAG passes
+``reag_grpo_rewards()`` to ``grpo_train``).
+"""
+from kbvqa.reag.cold_start import cold_start_example, cold_start_examples, cold_start_trace
+from kbvqa.reag.critic import Critic, CriticConfig, critic_prompt, generator_prompt, keep_passages
+from kbvqa.reag.rewards import format_reward, reag_grpo_rewards, reag_reward, reag_rewards, task_reward
+from kbvqa.reag.traces import grpo_prompts, load_trace_writer, relevance_eval, trace_writer_prompt, write_traces
+
+__all__ = ["Critic", "CriticConfig", "cold_start_example", "cold_start_examples", "cold_start_trace",
+           "critic_prompt", "format_reward", "generator_prompt", "grpo_prompts", "keep_passages",
+           "load_trace_writer", "reag_grpo_rewards", "reag_reward", "reag_rewards", "relevance_eval", "task_reward",
+           "trace_writer_prompt", "write_traces"]

@@ -1,0 +1,14 @@
+"""SeRTS (Hu et al., 2024): self-rewarding tree search over queries, on a BM25 literature index.
+
+Modules: ``prompts`` (Tables 1, 2, 10, 11 and their parsers), ``search`` (§3.1, Alg. 1, and the
+self-reflection baseline of App. C.3), ``oracle`` (scripted stand-ins for the two models),
+``evaluate`` (Tab. 3/4/9 measures), ``results`` (the committed tables), ``paper`` (every number we
+quote from the paper). UCT is shared (``kbvqa.search``), BM25 too (``kbvqa.retrieval.bm25``), and
+PPO on SeRTS trajectories is ``kbvqa.rl.ppo``.
+"""
+from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
+from kbvqa.serts.prompts import answer_prompt, evaluator_prompt, proposer_prompt, vlm_generator
+from kbvqa.serts.search import SeRTSConfig, SeRTSResult, run_search, run_self_reflection, run_serts
+
+__all__ = ["SeRTSConfig", "SeRTSResult", "answer_prompt", "evaluator_prompt", "noisy_reformulator",
+           "proposer_prompt", "rubric_evaluator", "run_search", "run_self_reflection", "run_serts", "vlm_generator"]
