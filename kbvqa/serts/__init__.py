@@ -12,3 +12,21 @@ from kbvqa.serts.search import SeRTSConfig, SeRTSResult, run_search, run_self_re
 
 __all__ = ["SeRTSConfig", "SeRTSResult", "answer_prompt", "evaluator_prompt", "noisy_reformulator",
            "proposer_prompt", "rubric_evaluator", "run_search", "run_self_reflection", "run_serts", "vlm_generator"]
+
+# What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
+from kbvqa.serts.evaluate import answer_rouge, bm25_baseline, retrieval_scores, toy_literature_task, write_answers  # noqa: E402
+from kbvqa.serts.prompts import parse_evaluator_output, parse_proposer_output  # noqa: E402
+from kbvqa.serts.results import (  # noqa: E402
+           METHODS,
+           draw_policies,
+           draw_retrieval,
+           live_agreement,
+           load_records,
+           load_results,
+           table,
+)
+from kbvqa.serts.search import SeRTSNode  # noqa: E402
+
+__all__ += ["METHODS", "SeRTSNode", "answer_rouge", "bm25_baseline", "draw_policies", "draw_retrieval",
+            "live_agreement", "load_records", "load_results", "parse_evaluator_output", "parse_proposer_output",
+            "retrieval_scores", "table", "toy_literature_task", "write_answers"]
