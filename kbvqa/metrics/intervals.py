@@ -1,4 +1,4 @@
-"""Noise bars for the RCTS experiments: binomial intervals, a live-rerun agreement check, paired bootstrap.
+"""Noise bars for every experiment: binomial intervals, a live-rerun agreement check, paired bootstrap.
 
 An accuracy measured on n questions is a binomial proportion, so two runs that differ by a few
 points on a few hundred questions may not differ at all. Three tools say how much is noise:

@@ -1,8 +1,6 @@
-"""Tree search over retrieval choices: UCT scores and selection, bandits, trees, RCTS, SeRTS.
+"""What RCTS and SeRTS share: UCT scores and child selection (``uct``) and its bandit background (``bandits``).
 
-This package starts with the UCT rule (``uct``) and its bandit background (``bandits``); the tree,
-backpropagation, RCTS and SeRTS modules are added by other chapters and append their exports
-here. Leaves out: model calls and rewards (``kbvqa.models``, ``kbvqa.reag.rewards``).
+Leaves out: the searches themselves (``kbvqa.rcts.mcts_hr``, ``kbvqa.serts.search``), model calls.
 """
 from kbvqa.search.bandits import (
     UCB1,
