@@ -20,10 +20,12 @@ __all__ = ["BACKPROP_RULES", "CallCounter", "MCPromptBuilder", "Node", "RCTSConf
 from kbvqa.rcts.contexts import check_prompt, context_prompt, judge_prediction, score_verdicts  # noqa: E402
 from kbvqa.rcts.diagnostics import reward_correctness, shows_answer  # noqa: E402
 from kbvqa.rcts.mcts_hr import SearchState, expansion_probabilities  # noqa: E402
+from kbvqa.rcts.paper import PAPER_TABLE6  # noqa: E402
 from kbvqa.rcts.results import group_table, live_agreement, load_results, load_tree, read_runs  # noqa: E402
 from kbvqa.rcts.runs import ROWS, SWEEP_BASE, run_row  # noqa: E402
 from kbvqa.rcts.tree import best_leaf, best_path_official, eq10_update  # noqa: E402
 
-__all__ += ["ROWS", "SWEEP_BASE", "SearchState", "best_leaf", "best_path_official", "check_prompt", "context_prompt",
-            "eq10_update", "expansion_probabilities", "group_table", "judge_prediction", "live_agreement",
-            "load_results", "load_tree", "read_runs", "reward_correctness", "run_row", "score_verdicts", "shows_answer"]
+__all__ += ["PAPER_TABLE6", "ROWS", "SWEEP_BASE", "SearchState", "best_leaf", "best_path_official", "check_prompt",
+            "context_prompt", "eq10_update", "expansion_probabilities", "group_table", "judge_prediction",
+            "live_agreement", "load_results", "load_tree", "read_runs", "reward_correctness", "run_row",
+            "score_verdicts", "shows_answer"]
