@@ -19,10 +19,10 @@ from _timing import best_of, print_rows, row
 
 
 def rows(argv=None) -> list[dict]:
-    from kbvqa.critic import Critic, CriticConfig
-    from kbvqa.critic_eval import critic_items
     from kbvqa.data import get_world
     from kbvqa.models.tiny import load_tiny_vlm
+    from kbvqa.reag.critic import Critic, CriticConfig
+    from kbvqa.reag.critic_eval import critic_items
 
     ap = argparse.ArgumentParser(description="Critic throughput: batched vs one passage at a time.")
     ap.add_argument("--queries", type=int, default=4, help="toy-world test queries")

@@ -47,7 +47,7 @@ def _tiny():
 
 def _reward(completions, **kwargs):
     """Rewards for TRL: the same R = R_task + 0.2 R_fmt as ours (gold "red")."""
-    from kbvqa.rewards import reag_reward
+    from kbvqa.reag.rewards import reag_reward
 
     texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
     return [reag_reward(t, ["red"]) for t in texts]
@@ -55,6 +55,7 @@ def _reward(completions, **kwargs):
 
 def ours_step_times():
     from kbvqa.data.schema import Query
+    from kbvqa.reag.rewards import reag_grpo_rewards
     from kbvqa.rl import GRPOConfig, grpo_step, prepare_trainable
 
     vlm = _tiny()
@@ -66,7 +67,7 @@ def ours_step_times():
     times, lengths = [], []
     for step in range(STEPS):
         t0 = time.perf_counter()
-        stats = grpo_step(vlm, optimizer, prompts, queries, config, params=params, seed=step)
+        stats = grpo_step(vlm, optimizer, prompts, queries, config, **reag_grpo_rewards(), params=params, seed=step)
         times.append(time.perf_counter() - t0)
         lengths.append(stats.completion_tokens)
     return times[1:], statistics.mean(lengths)

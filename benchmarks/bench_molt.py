@@ -54,9 +54,9 @@ class FixedLength:
 def report(argv=None) -> dict:
     from kbvqa.data import get_world
     from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.models.pretrain_tasks import view_ref
-    from kbvqa.tournament_run import VisionCounter, run_iterative, run_one_pass
-    from kbvqa.tournament_sft import SFTDataConfig, sft_candidates
+    from kbvqa.molt.run import VisionCounter, run_iterative, run_one_pass
+    from kbvqa.molt.sft import SFTDataConfig, sft_candidates
+    from kbvqa.prompts.formats import view_ref
 
     ap = argparse.ArgumentParser(description="MOLT one-pass vs iterative pairwise latency and vision calls.")
     ap.add_argument("--queries", type=int, default=4, help="toy-world test queries")

@@ -37,9 +37,9 @@ def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
     from kbvqa.experiments.rcts_toy import load_retrieval
     from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.search.rcts import RCTSConfig, rcts_search
-    from kbvqa.search.rcts_baselines import vanilla_rag
-    from kbvqa.search.rcts_prompts import CallCounter, MCPromptBuilder
+    from kbvqa.rcts.baselines import vanilla_rag
+    from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
+    from kbvqa.rcts.prompts import CallCounter, MCPromptBuilder
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=20, help="queries for Vanilla-RAG and RCTS")

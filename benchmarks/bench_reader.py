@@ -52,7 +52,7 @@ def decode_tokens_per_s(vlm, prompt, batch: int) -> float:
 
 def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
-    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.models.pretrain_mix import eval_examples
     from kbvqa.reader.ship import load_reader
     from kbvqa.reader.tasks import mix_config
 

@@ -8,7 +8,7 @@ direction with ours: ``same``, ``opposite`` (ours significant the other way), ``
 indistinguishable from no effect), ``differs`` (the paper's is flat, ours is not).
 
 Our intervals: a paired bootstrap over the same queries where the records allow it (RCTS, ReAG:
-``rcts_stats.paired_bootstrap``); MOLT: the unpaired normal interval of a difference of two
+``kbvqa.metrics.intervals.paired_bootstrap``); MOLT: the unpaired normal interval of a difference of two
 proportions; SeRTS: the seed spread (max - min over the three seeds) of both means, added. The
 paper reports no intervals; a paper difference under ``PAPER_FLAT`` points is called flat.
 
@@ -17,8 +17,8 @@ paper reports no intervals; a paper difference under ``PAPER_FLAT`` points is ca
   naming it. ``all_effects(parts)``, ``effect_rows(effects)`` (plain dicts for a DataFrame),
   ``verdict_counts``, ``draw_effects`` (paper difference against ours, one marker per effect).
 
-The paper numbers live next to each part's loader (``rcts_paper``, ``reag_ladder_results``,
-``serts_results``, ``molt_results``); this module only pairs them. Leaves out: running anything.
+The paper numbers live next to each part's loader (``kbvqa.rcts.paper``, ``kbvqa.reag.results``,
+``kbvqa.serts.results``, ``kbvqa.molt.results``); this module only pairs them. Leaves out: running anything.
 """
 from __future__ import annotations
 
@@ -94,9 +94,9 @@ _RCTS_WHY = ("the tiny model answers every multiple-choice question with the sam
 
 def rcts_effects(out: Path | None = None) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
-    from kbvqa.experiments.rcts_paper import PAPER_TAB2, PAPER_TAB4, PAPER_TAB5
-    from kbvqa.experiments.rcts_results import read_runs
-    from kbvqa.experiments.rcts_stats import paired_bootstrap
+    from kbvqa.metrics.intervals import paired_bootstrap
+    from kbvqa.rcts.paper import PAPER_TAB2, PAPER_TAB4, PAPER_TAB5
+    from kbvqa.rcts.results import read_runs
 
     out = Path(out or DATA_DIR / "experiments" / "rcts")
     _load(out / "results.json")
@@ -142,7 +142,7 @@ _REAG_WHY = {
 def reag_effects(out: Path | None = None) -> list[Effect]:
     """ReAG Tab. 4 (InfoSeek all, Qwen2.5-VL-3B), one effect per rung against the previous one
     (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic."""
-    from kbvqa.experiments.reag_ladder import RUNG_BY_NAME
+    from kbvqa.reag.results import RUNG_BY_NAME
 
     results = _load(Path(out or DATA_DIR / "experiments" / "reag") / "results.json")
     rows = results["rows"]
@@ -165,8 +165,8 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
 # ------------------------------------------------------------------------------ SeRTS
 def serts_effects(out: Path | None = None) -> list[Effect]:
     """SeRTS Tab. 3 (retrieval F1) and Tab. 6 (ROUGE-2 F1 of the answers), our scripted models
-    standing for GPT-3.5 (``serts_results.PAPER_MODEL_OF``)."""
-    from kbvqa.experiments.serts_results import PAPER_TAB3, PAPER_TAB6
+    standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
+    from kbvqa.serts.paper import PAPER_TAB3, PAPER_TAB6
 
     results = _load(Path(out or DATA_DIR / "experiments" / "serts") / "results.json")
     setup = results["setups"].get("scripted")
@@ -203,7 +203,7 @@ _SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round
 def molt_effects(out: Path | None = None) -> list[Effect]:
     """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
     tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
-    from kbvqa.experiments.molt_results import PAPER_TAB5, PAPER_TAB6
+    from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
 
     results = _load(Path(out or DATA_DIR / "experiments" / "molt") / "results.json")
     rows = results["rows"]

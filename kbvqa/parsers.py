@@ -16,7 +16,7 @@ string -- truncated, reordered, empty, or full of stray tags -- and never raises
                             <winner>w</winner></round>`` ... ``<evidence>id</evidence>``
 - ``parse_candidate_number`` MOLT Tab. 13 / Tab. 17: "output only the number" -> int | None
 
-What this file leaves out: scoring (``kbvqa.metrics``) and rewards (``kbvqa.rewards``).
+What this file leaves out: scoring (``kbvqa.metrics``) and rewards (``kbvqa.reag.rewards``).
 """
 from __future__ import annotations
 
@@ -346,3 +346,31 @@ def parse_candidate_number(text: str, low: int = 1, high: int | None = 5) -> int
         return None
     value = int(m.group(0))
     return value if value >= low and (high is None or value <= high) else None
+
+
+# One <winner> reading for every caller: the first id (model cards) or every listed id (the pipeline,
+# which also accepts "candidate 3"); and the first [x1, y1, x2, y2] box (MOLT Table 11, ReAG grounding).
+_WINNER = re.compile(r"<winner>\s*\[?\s*(\d+)", re.IGNORECASE)
+_WINNER_IDS = re.compile(r"<winner>\s*\[?\s*(?:candidate\s*)?([0-9]+)", re.IGNORECASE)
+_NUM = r"\s*(-?\d+(?:\.\d+)?)\s*"
+_BOX = re.compile(r"\[" + ",".join([_NUM] * 4) + r"\]")
+
+
+def parse_winner(text: str) -> str | None:
+    """The id in the first ``<winner>`` tag, or ``None``."""
+    m = _WINNER.search(text or "")
+    return m.group(1) if m else None
+
+
+def winner_ids(text: str) -> list[str]:
+    """Every id named in a ``<winner>`` tag, in order (``candidate 3`` reads as ``3``)."""
+    return _WINNER_IDS.findall(text or "")
+
+
+def parse_box(text: str) -> list[float] | None:
+    """The first ``[x1, y1, x2, y2]`` in ``text`` (corners sorted), or ``None``."""
+    m = _BOX.search(text or "")
+    if m is None:
+        return None
+    x1, y1, x2, y2 = (float(v) for v in m.groups())
+    return [min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)]

@@ -27,16 +27,16 @@ ids), "coarse_scores", "fine_scores" (P(Yes) or None)}}, the format of
 ``evidence.json``. Every model call is batched over the queries (the reader in one ``generate``,
 the one-pass ladder in one, the iterative ladder in one per round).
 
-Leaves out: retrieval, the critic's training and scoring (``reag_ladder``, ``kbvqa.critic``), the
+Leaves out: retrieval, the critic's training and scoring (``reag_ladder``, ``kbvqa.reag.critic``), the
 ablation table and its figure (``kbvqa.experiments.pipeline_ablation``).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbvqa.critic import check_threshold
+from kbvqa.parsers import winner_ids
+from kbvqa.reag.critic import check_threshold
 
 __all__ = ["READERS", "RERANKS", "RETRIEVALS", "PipelineConfig", "candidate_objects", "ladder_candidates",
            "ladder_choice", "run_pipeline", "stage_passages"]
@@ -57,7 +57,7 @@ class PipelineConfig:
     rerank: str = "ladder"           # RERANKS
     candidates: int = 5              # N ladder candidates (MOLT: 5)
     keep: int = 1                    # passages kept by "critic" reranking (the ladders keep 1)
-    order: str = "weak_to_strong"    # ladder schedule (MOLT Eq. 7); see kbvqa.tournament.ORDERS
+    order: str = "weak_to_strong"    # ladder schedule (MOLT Eq. 7); see kbvqa.molt.ladder.ORDERS
     reader: str = "model"            # READERS
     max_new_tokens: int = 96         # reader's generation cap
     ladder_tokens: int = 400         # one-pass ladder cap (96 per iterative call)
@@ -67,7 +67,7 @@ class PipelineConfig:
     seed: int = 0
 
     def __post_init__(self):
-        from kbvqa.tournament import ORDERS
+        from kbvqa.molt.ladder import ORDERS
 
         for name, value, allowed in (("retrieval", self.retrieval, RETRIEVALS), ("rerank", self.rerank, RERANKS),
                                      ("reader", self.reader, READERS), ("order", self.order, ORDERS)):
@@ -115,9 +115,6 @@ def ladder_candidates(kept: Sequence[str], scores: dict, n: int) -> list[str]:
     return list(kept[:n])
 
 
-_WINNER = re.compile(r"<winner>\s*\[?\s*(?:candidate\s*)?([0-9]+)", re.IGNORECASE)
-
-
 def ladder_choice(text: str, ids: Sequence[str]) -> tuple[str | None, bool]:
     """(chosen id, valid) from a one-pass ladder reply: the ``<evidence>`` id when it is one of
     ``ids`` (valid), else the last ``<winner>`` among ``ids``, else None (both not valid)."""
@@ -127,14 +124,14 @@ def ladder_choice(text: str, ids: Sequence[str]) -> tuple[str | None, bool]:
     evidence = parse_tournament(text).evidence
     if evidence in ids:
         return evidence, True
-    winners = [w for w in _WINNER.findall(text) if w in ids]
+    winners = [w for w in winner_ids(text) if w in ids]
     return (winners[-1] if winners else None), False
 
 
 def candidate_objects(world, query, passage_ids: Sequence[str]):
     """MOLT ``Candidate``s for passage ids (strongest first): ids "1".."N", the passage text, its
     page's image, score = N - rank (so ``ladder_schedule`` keeps the given order)."""
-    from kbvqa.tournament import Candidate
+    from kbvqa.molt.ladder import Candidate
 
     out = []
     for i, pid in enumerate(passage_ids):
@@ -149,7 +146,7 @@ def _first(outputs) -> list[str]:
 
 
 def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineConfig) -> list[tuple]:
-    from kbvqa.tournament import ladder_schedule, student_prompt
+    from kbvqa.molt.ladder import ladder_schedule, student_prompt
 
     todo = [i for i, c in enumerate(cands) if len(c) >= 2]
     prompts, objects = [], {}
@@ -168,8 +165,8 @@ def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineCon
 
 
 def _iterative(judge, world, queries, cands: list[list[str]], config: PipelineConfig) -> list[tuple]:
-    from kbvqa.tournament import ladder_schedule, pairwise_prompt
-    from kbvqa.tournament_run import pairwise_winner
+    from kbvqa.molt.ladder import ladder_schedule, pairwise_prompt
+    from kbvqa.molt.run import pairwise_winner
 
     objects = {i: {o.id: o for o in candidate_objects(world, queries[i], c)}
                for i, c in enumerate(cands) if len(c) >= 2}
@@ -224,9 +221,10 @@ def run_pipeline(world, queries: Sequence, stage_inputs: dict | None, config: Pi
     ``reader`` / ``judge``: models with ``generate(prompts, n, max_new_tokens, temperature, seed,
     batch_size)`` (the judge only for ``rerank`` "ladder" / "iterative"; the reader only for
     ``reader="model"``). A query missing from ``stage_inputs`` raises ``ValueError``."""
-    from kbvqa.critic import generator_prompt
+    from kbvqa.metrics.answers import query_gold
     from kbvqa.parsers import parse_think_answer
-    from kbvqa.rewards import query_gold, task_reward
+    from kbvqa.reag.critic import generator_prompt
+    from kbvqa.reag.rewards import task_reward
 
     queries = list(queries)
     needs_inputs = config.retrieval in ("coarse", "coarse_fine")

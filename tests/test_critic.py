@@ -1,4 +1,4 @@
-"""ReAG's critic (kbvqa.critic, critic_train, critic_eval, viz.critic).
+"""ReAG's critic (kbvqa.reag.critic, critic_train, critic_eval, viz.critic).
 
 Checks: Eq. 4 filtering (strict ">") with a fake P(Yes); one batched scoring call for many queries;
 the all-filtered case (the generator gets the question-and-image prompt); bad thresholds and
@@ -15,7 +15,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from kbvqa.critic import (
+from kbvqa.data.schema import Passage, Query
+from kbvqa.reag.critic import (
     CLI_THRESHOLD,
     REAG_THRESHOLD,
     Critic,
@@ -25,9 +26,8 @@ from kbvqa.critic import (
     generator_prompt,
     keep_passages,
 )
-from kbvqa.critic_eval import critic_table, filtering_stats, heldout_critic_items, labels_of, threshold_sweep
-from kbvqa.critic_train import CriticTrainConfig, critic_loss, critic_training_examples, train_critic
-from kbvqa.data.schema import Passage, Query
+from kbvqa.reag.critic_eval import critic_table, filtering_stats, heldout_critic_items, labels_of, threshold_sweep
+from kbvqa.reag.critic_train import CriticTrainConfig, critic_loss, critic_training_examples, train_critic
 from kbvqa.viz.critic import draw_critic_loss, draw_p_yes_by_kind, draw_passages_kept, draw_threshold_sweep
 
 
@@ -135,7 +135,7 @@ def test_wrong_number_of_scores_raises():
 
 def test_prompts_equal_the_pretraining_rendering(world):
     from kbvqa.models.pretrain_mix import PretrainMixConfig
-    from kbvqa.models.pretrain_tasks import critic_example
+    from kbvqa.prompts.formats import critic_example
 
     q = world.kbvqa_test[0]
     p = world.passage(q.evidence_ids[0])

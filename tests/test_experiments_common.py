@@ -1,7 +1,7 @@
 import csv
 import json
 
-from kbvqa.experiments.common import resumable_parser, resumed_run, write_json_and_csv
+from kbvqa.experiments.runs import resumable_parser, resumed_run, write_json_and_csv
 
 
 def _run_file(path, fingerprint, ids):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbvqa.experiments.molt_results import (
-    PAPER_TAB5,
-    PAPER_TAB6,
+from kbvqa.experiments.molt_training import MOLTExperimentConfig, eval_sets, noisy_comparator, scripted_records
+from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
+from kbvqa.molt.results import (
+    RESULTS_DIR,
     draw_reward_curves,
     draw_schedule_accuracy,
     live_agreement,
@@ -18,14 +19,7 @@ from kbvqa.experiments.molt_results import (
     tab5,
     tab6,
 )
-from kbvqa.experiments.molt_training import (
-    RESULTS_DIR,
-    MOLTExperimentConfig,
-    eval_sets,
-    noisy_comparator,
-    scripted_records,
-)
-from kbvqa.tournament_rewards import difficulty_table
+from kbvqa.molt.rewards import difficulty_table
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,11 @@ import json
 import pytest
 
 from kbvqa.data.schema import Query
-from kbvqa.experiments import rcts_paper
-from kbvqa.experiments.rcts_diagnostics import (
+from kbvqa.experiments.rcts_toy import run_to_file
+from kbvqa.experiments.runs import read_run
+from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
+from kbvqa.rcts import paper as rcts_paper
+from kbvqa.rcts.diagnostics import (
     kb_ceiling,
     leaf_rewards,
     oracle_examples,
@@ -15,10 +18,8 @@ from kbvqa.experiments.rcts_diagnostics import (
     reward_correctness,
     shows_answer,
 )
-from kbvqa.experiments.rcts_results import group_table, live_agreement, load_results, summarise
-from kbvqa.experiments.rcts_runs import GROUPS, ROWS, Setting, answer_after, run_row, runs_of
-from kbvqa.experiments.rcts_stats import check_agreement, paired_bootstrap, same_answers, wilson_interval
-from kbvqa.experiments.rcts_toy import read_run, run_to_file
+from kbvqa.rcts.results import group_table, live_agreement, load_results, summarise
+from kbvqa.rcts.runs import GROUPS, ROWS, Setting, answer_after, run_row, runs_of
 
 
 class FakeVLM:
@@ -50,7 +51,7 @@ def toy_query(i, rule="r1", key="dots", answer="B", split="mc_test"):
 
 
 def small_setting(n_queries=3, n_kb=12):
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
+    from kbvqa.rcts.prompts import MCPromptBuilder
 
     kb = [toy_query(i, rule=f"r{i % 3}", key=("dots", "bands")[i % 2], answer="ABCD"[i % 4], split="mc_kb")
           for i in range(n_kb)]
@@ -136,9 +137,9 @@ def test_reward_correctness():
 
 # ------------------------------------------------------------------------------ runs
 def test_rollout_prefix_equals_a_shorter_search():
-    from kbvqa.experiments.rcts_runs import compact_tree
-    from kbvqa.search.rcts import RCTSConfig, rcts_search
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
+    from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
+    from kbvqa.rcts.prompts import MCPromptBuilder
+    from kbvqa.rcts.runs import compact_tree
 
     setting, vlm = small_setting(2), FakeVLM()
     builder = MCPromptBuilder(None, with_context=True)
@@ -203,8 +204,8 @@ def test_real_data_rows_and_figures(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kbvqa.experiments.rcts_plots import plot_ablations, plot_diagnostics, plot_main
     from kbvqa.experiments.rcts_real import accuracy_table, scienceqa_rows
+    from kbvqa.viz.rcts import plot_ablations, plot_diagnostics, plot_main
 
     assert scienceqa_rows(FakeVLM(), n_queries=0) == {}           # cpu profile: nothing is loaded
     with pytest.raises(ValueError):

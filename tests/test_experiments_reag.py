@@ -8,8 +8,9 @@ import json
 import pytest
 
 from kbvqa.experiments import reag_ladder as ladder
-from kbvqa.experiments import reag_ladder_results as res
-from kbvqa.experiments.reag_ladder import RUNGS, LadderConfig, Rung, rung_fingerprint, rung_passages
+from kbvqa.experiments.reag_ladder import LadderConfig, rung_fingerprint, rung_passages
+from kbvqa.reag import results as res
+from kbvqa.reag.results import RUNGS, Rung
 
 
 def _text_of(chat) -> str:
@@ -57,7 +58,7 @@ def test_each_rung_adds_one_component_in_the_papers_order():
     for before, after in zip(RUNGS, RUNGS[1:]):
         changed = sum(a != b for a, b in zip(level(before), level(after)))
         assert changed == 1 and level(after) > level(before), (before.name, after.name)
-    assert set(ladder.CHEAP_RUNGS) == {r.name for r in RUNGS if r.generator == "zero_shot"}
+    assert set(res.CHEAP_RUNGS) == {r.name for r in RUNGS if r.generator == "zero_shot"}
 
 
 def test_rungs_match_the_retrieval_flags_of_their_paper_rows():
@@ -79,7 +80,7 @@ def test_rung_passages_follow_the_flags(world):
     assert by_name["coarse_critic"] == ["c"]            # Eq. 4 is strict: 0.1 is not kept
     assert by_name["fine_critic"] == by_name["rl"] == ["a"]
     assert rung_passages(RUNGS[2], _evidence(q, ["a"], [], [0.0], [])) == []   # all filtered
-    assert rung_passages(ladder.ORACLE_RUNGS[0], ev) == [q.evidence_ids[0]]
+    assert rung_passages(res.ORACLE_RUNGS[0], ev) == [q.evidence_ids[0]]
 
 
 def test_config_validation_and_fingerprints():
@@ -122,7 +123,7 @@ def test_run_rungs_cheap_rungs_with_a_fake_generator(world, monkeypatch):
                           [0.9, 0.9, 0.9, 0.05], [0.9, 0.0, 0.0, 0.0]) for q in queries}
     monkeypatch.setattr(checkpoints, "load_vlm", lambda role="generator", **kw: OracleGenerator(world, queries))
     seen = []
-    out = ladder.run_rungs(world, queries, ev, LadderConfig(), rungs=ladder.CHEAP_RUNGS, done={"coarse": []},
+    out = ladder.run_rungs(world, queries, ev, LadderConfig(), rungs=res.CHEAP_RUNGS, done={"coarse": []},
                            on_records=lambda name, recs: seen.append(name))
     assert seen == ["no_retrieval", "coarse_critic", "fine_critic"]
     acc = {name: sum(r["correct"] for r in recs) / len(recs) for name, recs in out.items()}
@@ -187,7 +188,7 @@ def test_live_agreement_uses_wilson_intervals():
 
 # ------------------------------------------------------------------------------ the committed table
 def test_committed_table_matches_its_records():
-    path = ladder.RESULTS_DIR / "results.json"
+    path = res.RESULTS_DIR / "results.json"
     if not path.exists():
         pytest.skip("no committed ladder results yet")
     committed = res.load_results()

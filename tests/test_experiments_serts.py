@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from kbvqa.experiments import serts_experiment as ex
-from kbvqa.experiments import serts_results as res
+from kbvqa.serts import results as res
 
 
 class FakeAnswerer:
@@ -42,11 +42,11 @@ def chunk(world):
 
 
 def test_methods_cover_the_papers_rows():
-    names = [m.name for m in ex.METHODS]
+    names = [m.name for m in res.METHODS]
     assert len(set(names)) == len(names)
     for table in (res.PAPER_TAB3, res.PAPER_TAB4, res.PAPER_TAB6, res.PAPER_TAB9):
         assert set(table) <= set(names)
-    policies = {m.policy for m in ex.METHODS if m.kind == "serts" and m.sim == 12}
+    policies = {m.policy for m in res.METHODS if m.kind == "serts" and m.sim == 12}
     assert policies == {"ucb", "greedy", "random"}                       # Tab. 6
     assert res.PAPER_TAB6["serts_12"] == res.PAPER_TAB4["serts_12"]["gpt-3.5"]   # Tab. 6 is GPT-3.5
     assert res.PAPER_TAB3["serts_12"]["llama2-7b"][3] == 85.55 and res.PAPER_TAB9["serts_12"] == 679_584
@@ -64,10 +64,10 @@ def test_bad_config_and_setup(world):
 
 def test_chunk_records(world, chunk):
     from kbvqa.metrics.retrieval import retrieval_prf
-    from kbvqa.search.serts_eval import toy_literature_task
+    from kbvqa.serts.evaluate import toy_literature_task
 
     qs, records = chunk
-    assert len(records) == len(qs) * len(ex.METHODS)
+    assert len(records) == len(qs) * len(res.METHODS)
     by = {(r["method"], r["id"]): r for r in records}
     retrieve, _ = toy_literature_task(world)
     for q in qs:
@@ -76,7 +76,7 @@ def test_chunk_records(world, chunk):
         assert bm25["docs"] == retrieve(q.question, 5)
         assert bm25["recall"] == pytest.approx(retrieval_prf(bm25["docs"], q.gold_doc_ids).recall, abs=1e-4)
         assert "nodes" not in bm25 and gold["answer"].startswith("about ")
-        for m in ex.METHODS[2:]:
+        for m in res.METHODS[2:]:
             r = by[(m.name, q.id)]
             assert 1 <= r["nodes"] <= m.sim and r["proposer_calls"] == r["nodes"]
             assert r["well_formed"] == r["nodes"] and r["score_parsed"] <= r["nodes"]
@@ -88,9 +88,9 @@ def test_chunk_records(world, chunk):
 
 def test_chunk_is_repeatable(world, chunk):
     qs, records = chunk
-    again = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 42, 0, ex.ExperimentConfig(), methods=ex.METHODS[2:4])
+    again = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 42, 0, ex.ExperimentConfig(), methods=res.METHODS[2:4])
     assert again == [r for r in records if r["method"] in ("reflection_6", "serts_6")]
-    other = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 43, 0, ex.ExperimentConfig(), methods=ex.METHODS[3:4])
+    other = ex.run_chunk("scripted", world, FakeAnswerer(), qs, 43, 0, ex.ExperimentConfig(), methods=res.METHODS[3:4])
     assert [r["seed"] for r in other] == [43] * len(qs)
 
 
@@ -141,7 +141,7 @@ def test_files_and_figures_roundtrip(tmp_path, chunk):
     res.write_results(out, tmp_path)
     ex.write_run(tmp_path / "runs" / "scripted.jsonl", {"setup": "scripted"}, records)
     assert res.load_results(tmp_path) == out and res.load_records("scripted", tmp_path) == records
-    assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(ex.METHODS)
+    assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(res.METHODS)
     assert res.table(out, "tiny", "tab9")[0]["vs reflection Sim 6"] == 1.0
     fig = res.draw_retrieval(out)
     assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 15
@@ -149,16 +149,16 @@ def test_files_and_figures_roundtrip(tmp_path, chunk):
 
 
 def test_committed_results():
-    path = ex.RESULTS_DIR / "results.json"
+    path = res.RESULTS_DIR / "results.json"
     if not path.exists():
         pytest.skip("no committed SeRTS results")
     out = res.load_results()
     assert set(out["setups"]) == set(ex.SETUPS) and out["provenance"]["git_commit"]
     for block in out["setups"].values():
         rows = {r["method"]: r for r in block["rows"]}
-        assert set(rows) == {m.name for m in ex.METHODS} and all(r["seeds"] == [42, 43, 44] for r in rows.values())
+        assert set(rows) == {m.name for m in res.METHODS} and all(r["seeds"] == [42, 43, 44] for r in rows.values())
         assert rows["ground_truth"]["recall"][0] == 1.0
     scripted = {r["method"]: r for r in out["setups"]["scripted"]["rows"]}
     assert scripted["serts_12"]["recall"][0] > scripted["bm25"]["recall"][0] + 0.2   # the mechanism works
     records = res.load_records("scripted")
-    assert {r["id"] for r in records} and len(records) == out["setups"]["scripted"]["n"] * 3 * len(ex.METHODS)
+    assert {r["id"] for r in records} and len(records) == out["setups"]["scripted"]["n"] * 3 * len(res.METHODS)

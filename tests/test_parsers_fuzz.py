@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kbvqa import metrics as M
 from kbvqa import parsers as P
-from kbvqa import rewards as R
+from kbvqa.reag import rewards as R
 
 TAG_NAMES = ["think", "answer", "score", "query", "round", "compare", "winner", "evidence"]
 FRAGMENTS = (

@@ -179,8 +179,7 @@ def test_bad_calls_raise():
 
 
 def test_ablation_rows_are_valid_and_summarised():
-    from kbvqa.experiments.pipeline_ablation import ROW_BY_NAME, ROWS
-    from kbvqa.experiments.pipeline_results import summarise
+    from kbvqa.experiments.pipeline_results import ROW_BY_NAME, ROWS, summarise
 
     assert all(r.versus is None or r.versus in ROW_BY_NAME for r in ROWS)
     records = {"reader_alone": [{"id": "a", "answer_type": "string", "correct": False, "passages": 0,
@@ -208,8 +207,7 @@ def test_where_lost_names_the_first_stage_that_lost_the_evidence():
 
 
 def test_committed_table_matches_its_records():
-    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR, ROW_BY_NAME
-    from kbvqa.experiments.pipeline_results import load_records, load_results, summarise
+    from kbvqa.experiments.pipeline_results import RESULTS_DIR, ROW_BY_NAME, load_records, load_results, summarise
 
     if not (RESULTS_DIR / "results.json").exists():
         pytest.skip("no committed pipeline ablation")

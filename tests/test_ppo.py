@@ -78,7 +78,7 @@ def test_objective_shape_errors():
 
 
 def test_collect_trajectories_from_a_search():
-    from kbvqa.search.serts import SeRTSConfig, run_serts
+    from kbvqa.serts.search import SeRTSConfig, run_serts
 
     def proposer(prompts):
         return [(f"<query>q{i}</query>", 2) for i in range(len(prompts))]

@@ -31,8 +31,8 @@ from kbvqa.models.pretrain_mix import (
     pretrain_corpus_texts,
     token_length_report,
 )
-from kbvqa.models.pretrain_tasks import UNKNOWN
 from kbvqa.parsers import parse_think_answer
+from kbvqa.prompts.formats import UNKNOWN
 
 
 @pytest.fixture(scope="module")

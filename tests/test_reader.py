@@ -193,9 +193,9 @@ def test_reader_mixture_uses_training_splits_only(world):
 def test_molt_ladder_task_is_table14_with_the_gold_winning(world):
     import random
 
+    from kbvqa.molt.rewards import result_reward
     from kbvqa.reader.card import ladder_valid
     from kbvqa.reader.tasks import mix_config, molt_ladder
-    from kbvqa.tournament_rewards import result_reward
 
     e = molt_ladder(world, random.Random(3), mix_config(56, 0))
     assert e.task == "molt_ladder" and ladder_valid(e.completion, e.meta["schedule"])
@@ -220,9 +220,9 @@ def test_official_scoring_of_toy_answers():
 
 
 def test_ladder_validity_needs_format_and_chain():
+    from kbvqa.molt.rewards import perfect_transcript
+    from kbvqa.molt.run import transcript_text
     from kbvqa.reader.card import ladder_valid
-    from kbvqa.tournament_rewards import perfect_transcript
-    from kbvqa.tournament_run import transcript_text
 
     schedule = ["4", "2", "5", "1", "3"]
     good = transcript_text(perfect_transcript(schedule, "5").rounds, "5")

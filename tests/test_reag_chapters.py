@@ -1,11 +1,13 @@
-"""kbvqa.reag_chapters: the AUC, the score scales and the two figures of the ReAG chapters."""
+"""kbvqa.viz.reag: the AUC, the score scales and the two figures of the ReAG chapters."""
 from types import SimpleNamespace
 
 import matplotlib
 import pytest
 from PIL import Image
 
-from kbvqa.reag_chapters import draw_boxes_and_crops, draw_recall_by_k, score_scales, separation_auc
+from kbvqa.metrics.ranking import separation_auc
+from kbvqa.retrieval.multilevel import score_scales
+from kbvqa.viz.reag import draw_boxes_and_crops, draw_recall_by_k
 
 matplotlib.use("Agg")
 

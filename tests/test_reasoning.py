@@ -15,7 +15,17 @@ from PIL import Image
 
 from kbvqa.config import get_profile
 from kbvqa.data.schema import KBExample, Query
-from kbvqa.reasoning import (
+from kbvqa.rcts.context_kb import (
+    attach_contexts,
+    compare_context_sources,
+    load_reasoning_kb,
+    load_reasoning_kb_config,
+    oracle_records,
+    save_reasoning_kb,
+    summarize_build,
+    toy_context_checks,
+)
+from kbvqa.rcts.contexts import (
     CandidateContext,
     ReasoningContextConfig,
     ReasoningRecord,
@@ -26,17 +36,7 @@ from kbvqa.reasoning import (
     judge_prediction,
     score_verdicts,
 )
-from kbvqa.reasoning_kb import (
-    PAPER_TABLE6,
-    attach_contexts,
-    compare_context_sources,
-    load_reasoning_kb,
-    load_reasoning_kb_config,
-    oracle_records,
-    save_reasoning_kb,
-    summarize_build,
-    toy_context_checks,
-)
+from kbvqa.rcts.paper import PAPER_TABLE6
 
 ANSWERS = {"c": "The answer is B.", "w": "The answer is D.", "u": "I cannot tell."}
 
@@ -310,7 +310,7 @@ def test_figures_and_contrast_pairs():
 
 # --- the committed experiment -----------------------------------------------------------------------
 def test_toy_check_summary_reads_scored_candidates():
-    from kbvqa.reasoning_experiment import answer_letters, toy_check_summary
+    from kbvqa.experiments.rcts_contexts import answer_letters, toy_check_summary
 
     assert answer_letters([mc("a")] * 3, ["The answer is A.", "The answer is A.", "nothing"]) == {"A": 2, "None": 1}
 
@@ -326,7 +326,7 @@ def test_toy_check_summary_reads_scored_candidates():
 
 
 def test_committed_results_agree_with_their_kb_file():
-    from kbvqa.reasoning_experiment import RESULTS_DIR, load_results
+    from kbvqa.experiments.rcts_contexts import RESULTS_DIR, load_results
 
     if not (RESULTS_DIR / "results.json").exists():
         pytest.skip("no committed reasoning-context run")

@@ -1,19 +1,11 @@
-"""ReAG rewards (kbvqa.rewards): Eq. 9 and the per-type task rewards of ReAG supplement B."""
+"""ReAG rewards (kbvqa.reag.rewards): Eq. 9 and the per-type task rewards of ReAG supplement B."""
 from __future__ import annotations
 
 import pytest
 
 from kbvqa.data.schema import Query
-from kbvqa.rewards import (
-    ReAGRewardConfig,
-    answer_correct,
-    format_reward,
-    psi_num,
-    reag_reward,
-    reag_reward_for_query,
-    reag_rewards,
-    task_reward,
-)
+from kbvqa.metrics.answers import ReAGRewardConfig, answer_correct, psi_num
+from kbvqa.reag.rewards import format_reward, reag_reward, reag_reward_for_query, reag_rewards, task_reward
 
 # ReAG Fig. 9 (InfoSeek): the ReAG trace and the zero-shot answer for "What is the genus of this
 # plant?" (the ✓/✗ marks of the figure dropped).
@@ -108,7 +100,8 @@ def test_multi_answer_query_needs_the_whole_set():
     """A multi-answer Query keeps one set's items in ``answers``: the reward must score the set,
     not each item as an alternative (regression: "France" alone used to earn the full reward)."""
     from kbvqa.data.schema import Query
-    from kbvqa.rewards import query_gold, reag_reward_for_query
+    from kbvqa.metrics.answers import query_gold
+    from kbvqa.reag.rewards import reag_reward_for_query
 
     q = Query(id="m", question="Which countries?", answers=["France", "Italy", "Spain"],
               answer_type="multi")

@@ -1,4 +1,4 @@
-"""Helpers of the ReAG chapters 22-23 (``kbvqa.rl.chapters``): trace prompts, teacher traces, the
+"""Helpers of the ReAG chapters 22-23 (``kbvqa.reag.traces``): trace prompts, teacher traces, the
 relevance reading of a trace, GRPO prompts and the figures (closed, returned, with the right data)."""
 import matplotlib
 import pytest
@@ -6,17 +6,16 @@ import pytest
 matplotlib.use("Agg")
 
 from kbvqa.parsers import parse_think_answer  # noqa: E402
-from kbvqa.rl import GRPOResult, SFTResult, cold_start_examples  # noqa: E402
-from kbvqa.rl.chapters import (  # noqa: E402
+from kbvqa.reag import cold_start_examples  # noqa: E402
+from kbvqa.reag.traces import (  # noqa: E402
     grpo_prompts,
     load_trace_writer,
-    plot_group_advantages,
-    plot_grpo_curves,
-    plot_sft_curves,
     stated_relevance,
     trace_writer_prompt,
     write_traces,
 )
+from kbvqa.rl import GRPOResult, SFTResult  # noqa: E402
+from kbvqa.viz.reag import draw_group_advantages, draw_grpo_curves, draw_sft_curves  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +85,15 @@ def test_figures_are_closed_and_plot_the_curves():
 
     sft = SFTResult(steps=[0, 1, 2], loss=[1.0, 0.8, 0.5], answer_loss=[0.5, 0.4, 0.2],
                     trace_loss=[3.0, 2.5, 1.7], lr=[1e-4] * 3)
-    grpo = GRPOResult(accuracy_reward=[0.1, 0.3, 0.2], format_reward=[0.5, 0.9, 1.0],
-                      zero_spread_groups=[0.5, 0.0, 0.25])
-    figs = [plot_sft_curves(sft), plot_grpo_curves(grpo, window=2),
-            plot_group_advantages([1, 0, 0, 0, 1, 1, 1, 1], [1.5, -0.5, -0.5, -0.5, 0, 0, 0, 0], 4)]
+    grpo = GRPOResult({"accuracy_reward": [0.1, 0.3, 0.2], "format_reward": [0.5, 0.9, 1.0],
+                       "zero_spread_groups": [0.5, 0.0, 0.25]})
+    figs = [draw_sft_curves(sft), draw_grpo_curves(grpo, window=2),
+            draw_group_advantages([1, 0, 0, 0, 1, 1, 1, 1], [1.5, -0.5, -0.5, -0.5, 0, 0, 0, 0], 4)]
     assert not plt.get_fignums()
     ys = [list(line.get_ydata()) for line in figs[0].axes[0].lines]
     assert [3.0, 2.5, 1.7] in ys and [0.5, 0.4, 0.2] in ys
     assert list(figs[1].axes[0].lines[0].get_ydata()) == [0.1, 0.3, 0.2]
     with pytest.raises(ValueError):
-        plot_sft_curves(SFTResult())
+        draw_sft_curves(SFTResult())
     with pytest.raises(ValueError):
-        plot_grpo_curves(GRPOResult())
+        draw_grpo_curves(GRPOResult())

@@ -19,6 +19,7 @@ from PIL import Image
 
 from kbvqa.data.schema import Query
 from kbvqa.models import build_tiny_vlm
+from kbvqa.reag.rewards import reag_grpo_rewards
 from kbvqa.rl import GRPOConfig, Rollouts, SFTConfig, group_advantages, grpo_loss, grpo_train, policy_update, sft_train
 
 TEXTS = ["what colour is the zorp ? the zorp is red . is the blick blue ?",
@@ -220,7 +221,7 @@ def test_loss_and_gradients_equal_trl_end_to_end_on_a_tiny_vlm(trl_trainer):
                                     {"clip_eps": -0.1}, {"clip_eps": 1.0}, {"clip_eps_high": -0.2},
                                     {"normalise": "token"}, {"temperature": 0.0}, {"lr": 0.0},
                                     {"steps": 0}, {"normalise": "group", "micro_batch_size": 2},
-                                    {"advantage_std": "iqr"}, {"delta": -0.2}, {"num_iterations": 0}])
+                                    {"advantage_std": "iqr"}, {"warmup_steps": -1}, {"num_iterations": 0}])
 def test_config_rejects_bad_values(kwargs):
     with pytest.raises(ValueError):
         GRPOConfig(**kwargs)
@@ -235,8 +236,9 @@ def hand_rollouts(vlm, config):
     texts = ["<think> red </think><answer>red</answer>", "blue", "Yes", "No blue red"]
     ids = [vlm.tokenizer(t, add_special_tokens=False).input_ids + [vlm.tokenizer.eos_token_id] for t in texts]
     rewards = torch.tensor([1.2, 0.0, 1.0, 0.0])
-    return Rollouts(prompts, [query("red")] * 2 + [query("yes")] * 2, texts, ids, rewards.round(),
-                    torch.zeros(4), rewards, group_advantages(rewards, config.group_size))
+    return Rollouts(prompts, [query("red")] * 2 + [query("yes")] * 2, texts, ids,
+                    {"accuracy_reward": rewards.round(), "format_reward": torch.zeros(4)}, rewards,
+                    group_advantages(rewards, config.group_size))
 
 
 @pytest.mark.parametrize("normalise", ["batch", "sequence"])
@@ -276,7 +278,7 @@ def test_grpo_steps_change_the_weights_repeat_with_a_seed_and_raise_the_rewarded
     for _ in range(2):
         vlm = copy.deepcopy(base)
         before = {n: p.detach().clone() for n, p in vlm.model.named_parameters()}
-        curves = grpo_train(vlm, [prompt, prompt], [query("red"), query("red")], config)
+        curves = grpo_train(vlm, [prompt, prompt], [query("red"), query("red")], config, **reag_grpo_rewards())
         changed = [n for n, p in vlm.model.named_parameters() if not torch.equal(p, before[n])]
         runs.append((curves, vlm, changed))
     (c1, v1, changed), (c2, v2, _) = runs

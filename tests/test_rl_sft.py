@@ -18,16 +18,8 @@ from PIL import Image
 
 from kbvqa.models import build_tiny_vlm
 from kbvqa.parsers import check_think_answer_format, parse_think_answer
-from kbvqa.rl import (
-    SFTConfig,
-    answer_start,
-    answer_token_mask,
-    cold_start_examples,
-    sft_batch_loss,
-    sft_loss,
-    sft_train,
-    split_tokens,
-)
+from kbvqa.reag import cold_start_examples
+from kbvqa.rl import SFTConfig, answer_start, answer_token_mask, sft_batch_loss, sft_loss, sft_train, split_tokens
 
 TEXTS = ["what colour is the zorp ? the zorp is red . is the blick blue ?",
          "<think> </think> <answer> </answer> Yes No red blue the passage is relevant", "red", "blue"]

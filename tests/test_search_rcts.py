@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from kbvqa.search.rcts import RCTSConfig, SearchState, expansion_probabilities, rcts_search
-from kbvqa.search.rcts_baselines import icl_random, top_k, vanilla_rag, zero_shot
-from kbvqa.search.rcts_prompts import CallCounter
-from kbvqa.search.tree import Node, iter_nodes, tree_to_records
+from kbvqa.rcts.baselines import icl_random, top_k, vanilla_rag, zero_shot
+from kbvqa.rcts.mcts_hr import RCTSConfig, SearchState, expansion_probabilities, rcts_search
+from kbvqa.rcts.prompts import CallCounter
+from kbvqa.rcts.tree import Node, iter_nodes, tree_to_records
 
 
 @dataclass
@@ -205,7 +205,7 @@ def test_smoke_on_a_tiny_random_model_with_the_real_prompts():
 
     from kbvqa.data import ToyWorldConfig, get_world
     from kbvqa.models import build_tiny_vlm
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
+    from kbvqa.rcts.prompts import MCPromptBuilder
 
     torch.set_num_threads(1)
     world = get_world(0, ToyWorldConfig.small())

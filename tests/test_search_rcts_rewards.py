@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kbvqa.search.rcts_prompts import CallCounter, MCPromptBuilder, generate_batched, reasoning_of
-from kbvqa.search.rcts_rewards import (
+from kbvqa.rcts.prompts import CallCounter, MCPromptBuilder, generate_batched, reasoning_of
+from kbvqa.rcts.rewards import (
     mixed_reward,
     mutual_references,
     mutual_reward,

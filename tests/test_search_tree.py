@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kbvqa.search.tree import (
+from kbvqa.rcts.tree import (
     BACKPROP_RULES,
     Node,
     backprop_mean,

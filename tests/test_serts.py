@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from kbvqa.search.serts import SeRTSConfig, run_self_reflection, run_serts
-from kbvqa.search.serts_prompts import parse_evaluator_output, parse_proposer_output
+from kbvqa.serts.prompts import parse_evaluator_output, parse_proposer_output
+from kbvqa.serts.search import SeRTSConfig, run_self_reflection, run_serts
 
 DOCS = {f"d{i}": f"abstract number {i}" for i in range(40)}
 
@@ -194,7 +194,7 @@ def test_viewer_records_and_figure():
 
 
 def test_evaluation_helpers():
-    from kbvqa.search.serts_eval import answer_rouge, mean_and_spread, retrieval_scores, token_counts, write_answers
+    from kbvqa.serts.evaluate import answer_rouge, mean_and_spread, retrieval_scores, token_counts, write_answers
 
     s = retrieval_scores([["a", "b"], []], [["a"], ["c"]])
     assert s == {"precision": 0.25, "recall": 0.5, "f1": pytest.approx(1 / 3), "hit": 0.5}
@@ -214,8 +214,8 @@ def test_tiny_model_search_on_toy_literature_is_repeatable():
     from kbvqa.data.toyworld import get_world
     from kbvqa.models.checkpoints import load_vlm
     from kbvqa.models.pretrain_mc_lit import lit_question_split
-    from kbvqa.search.serts_eval import toy_literature_task
-    from kbvqa.search.serts_prompts import vlm_generator
+    from kbvqa.serts.evaluate import toy_literature_task
+    from kbvqa.serts.prompts import vlm_generator
 
     torch.set_num_threads(1)
     try:
@@ -239,9 +239,9 @@ def test_tiny_model_search_on_toy_literature_is_repeatable():
 def test_scripted_models_make_the_search_beat_bm25():
     from kbvqa.data.toyworld import get_world
     from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
-    from kbvqa.search.serts_eval import bm25_baseline, retrieval_scores, toy_literature_task
-    from kbvqa.search.serts_oracle import noisy_reformulator, rubric_evaluator
-    from kbvqa.search.serts_prompts import evaluator_prompt, proposer_prompt
+    from kbvqa.serts.evaluate import bm25_baseline, retrieval_scores, toy_literature_task
+    from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
+    from kbvqa.serts.prompts import evaluator_prompt, proposer_prompt
 
     world = get_world(0)
     qs = lit_question_split(world)[1][:12]

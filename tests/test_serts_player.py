@@ -9,9 +9,9 @@ matplotlib.use("Agg")
 def result():
     from kbvqa.data.toyworld import get_world
     from kbvqa.models.pretrain_mc_lit import lit_question_split
-    from kbvqa.search.serts import SeRTSConfig, run_serts
-    from kbvqa.search.serts_eval import toy_literature_task
-    from kbvqa.search.serts_oracle import noisy_reformulator, rubric_evaluator
+    from kbvqa.serts.evaluate import toy_literature_task
+    from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
+    from kbvqa.serts.search import SeRTSConfig, run_serts
 
     world = get_world(0)
     q = lit_question_split(world)[1][1]
@@ -66,7 +66,7 @@ def test_viewer_labels_a_fallback_query_as_the_question():
 
 
 def test_anytime_recall_grows_to_the_final_answer_and_is_drawn(result):
-    from kbvqa.search.serts_eval import retrieval_scores
+    from kbvqa.serts.evaluate import retrieval_scores
     from kbvqa.viz.serts import draw_anytime_recall
     from kbvqa.viz.serts_player import anytime_recall
 

@@ -14,17 +14,12 @@ import pytest
 import torch
 
 from kbvqa.data import get_world
-from kbvqa.models.model_card import (
-    box_iou,
-    evaluate_card,
-    parse_box,
-    parse_winner,
-    plot_training_curves,
-    roc_auc,
-    write_card,
-)
+from kbvqa.metrics.ranking import roc_auc
+from kbvqa.models.model_card import evaluate_card, plot_training_curves, write_card
 from kbvqa.models.tiny import BatchStream, TinyTrainConfig, load_tiny_vlm, lr_at, pretrain
 from kbvqa.models.vlm import VLM
+from kbvqa.parsers import parse_box, parse_winner
+from kbvqa.retrieval.subject import box_iou
 
 SMALL = dict(phases=[], hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
              vision_width=32, vision_depth=1, steps=20, batch_size=8, pool_batches=4, lr=1e-2,
@@ -96,7 +91,7 @@ def test_batch_stream_is_deterministic_and_bucketed(world, trained):
     config = small_config(pool_batches=4, batch_size=4)
     a, b = BatchStream(world, config, vlm.tokenizer), BatchStream(world, config, vlm.tokenizer)
     assert [e.completion for e in a(5)] == [e.completion for e in b(5)]   # step 5 read first
-    from kbvqa.models.pretrain_eval import example_length
+    from kbvqa.models.pretrain_mix import example_length
     batches = [[example_length(e, vlm.tokenizer)[0] for e in a(s)] for s in range(4)]
     spans = sorted((min(x), max(x)) for x in batches)
     assert all(hi1 <= lo2 for (_, hi1), (lo2, _) in zip(spans, spans[1:]))  # disjoint length buckets

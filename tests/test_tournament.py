@@ -1,4 +1,4 @@
-"""MOLT's ladder (kbvqa.tournament, kbvqa.tournament_run): schedules (Eq. 6-7), prompts
+"""MOLT's ladder (kbvqa.molt.ladder, kbvqa.molt.run): schedules (Eq. 6-7), prompts
 (Tables 12, 14, 17) and the three ways to run them, with model calls and images counted on fake
 models whose answers are known."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from kbvqa.models.chat import chat_images
-from kbvqa.tournament import (
+from kbvqa.molt.ladder import (
     Candidate,
     ladder_schedule,
     listing_order,
@@ -20,7 +20,7 @@ from kbvqa.tournament import (
     scheduled_pairs,
     student_prompt,
 )
-from kbvqa.tournament_run import pairwise_winner, run_iterative, run_one_pass, run_one_shot, transcript_text
+from kbvqa.molt.run import pairwise_winner, run_iterative, run_one_pass, run_one_shot, transcript_text
 
 
 def image(value: int):
@@ -168,7 +168,7 @@ def test_vision_counter_counts_tower_calls_on_a_tiny_vlm():
     import torch
 
     from kbvqa.models import build_tiny_vlm
-    from kbvqa.tournament_run import VisionCounter
+    from kbvqa.molt.run import VisionCounter
 
     torch.set_num_threads(1)
     vlm = build_tiny_vlm("qwen2_vl", texts=["[a1] Image: Paragraph: <winner> </winner> q ?"], seed=0,

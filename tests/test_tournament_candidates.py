@@ -1,4 +1,4 @@
-"""MOLT's candidate pipeline (kbvqa.tournament_candidates): grounding crops with the full-image
+"""MOLT's candidate pipeline (kbvqa.molt.candidates): grounding crops with the full-image
 fallback, the Table 11 / Table 13 model wrappers on fake models, and coarse -> fusion -> passage on
 the toy world with the shipped toy encoders (Recall per stage)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from kbvqa.tournament_candidates import (
+from kbvqa.molt.candidates import (
     CandidateConfig,
     CandidatePipeline,
     format_wiki,
@@ -80,7 +80,7 @@ def toy():
 
     from kbvqa.data import get_world
     from kbvqa.models.encoders import get_encoders
-    from kbvqa.models.pretrain_tasks import view_ref
+    from kbvqa.prompts.formats import view_ref
 
     torch.set_num_threads(1)
     world = get_world(0)
@@ -133,8 +133,8 @@ def test_grounder_falls_back_to_the_full_document_image(toy):
 
 def test_stage_recall_by_hand():
     from kbvqa.data.schema import Query
-    from kbvqa.tournament import Candidate
-    from kbvqa.tournament_candidates import CandidateSet
+    from kbvqa.molt.candidates import CandidateSet
+    from kbvqa.molt.ladder import Candidate
 
     q = Query("q", "?", ["a"], gold_doc_ids=["g"], evidence_ids=["g:1"])
     hit = CandidateSet([("x", 1.0), ("g", 0.5)], [("g", 2.0)], [Candidate("1", "t", None, "g", "g:1")])

@@ -1,4 +1,4 @@
-"""Helpers of the MOLT chapters (kbvqa.tournament_chapters, kbvqa.experiments.molt_candidates):
+"""Helpers of the MOLT chapters (kbvqa.molt.analysis, kbvqa.experiments.molt_candidates):
 recall curves and gold ranks by hand, the comparator model driving the package's three runs, the
 rounds the ground truth must win per schedule, and the exact survival probability against a
 simulation."""
@@ -9,10 +9,10 @@ import random
 import pytest
 
 from kbvqa.data.schema import Query
-from kbvqa.tournament import Candidate, ladder_schedule
-from kbvqa.tournament_candidates import CandidateSet
-from kbvqa.tournament_chapters import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played
-from kbvqa.tournament_run import run_iterative, run_one_pass, run_one_shot
+from kbvqa.molt.analysis import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played
+from kbvqa.molt.candidates import CandidateSet
+from kbvqa.molt.ladder import Candidate, ladder_schedule
+from kbvqa.molt.run import run_iterative, run_one_pass, run_one_shot
 
 
 def _set(docs, fused, passages):

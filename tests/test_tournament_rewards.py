@@ -1,4 +1,4 @@
-"""MOLT's composite reward (kbvqa.tournament_rewards, Eq. 8-11) by hand, the consistency check that
+"""MOLT's composite reward (kbvqa.molt.rewards, Eq. 8-11) by hand, the consistency check that
 zeroes every later step, App. D's difficulty table, and robustness on truncated, reordered and
 invented rounds (hypothesis)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbvqa.tournament_rewards import (
+from kbvqa.molt.rewards import (
     MOLTRewardConfig,
     chain_validity,
     difficulty_table,

@@ -1,4 +1,4 @@
-"""MOLT's training data and RL plumbing (kbvqa.tournament_sft, kbvqa.tournament_grpo): SFT
+"""MOLT's training data and RL plumbing (kbvqa.molt.sft, kbvqa.molt.grpo): SFT
 examples as §3.2.1 builds them (positive wins wherever it plays, shuffled candidates, random ids,
 four rounds), the forced winner of a model teacher, and one GRPO step whose rewards are Eq. 8."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from kbvqa.molt.rewards import molt_reward
+from kbvqa.molt.sft import SFTDataConfig, build_sft_example, build_sft_set, model_teacher, sft_candidates
 from kbvqa.parsers import parse_tournament
-from kbvqa.tournament_rewards import molt_reward
-from kbvqa.tournament_sft import SFTDataConfig, build_sft_example, build_sft_set, model_teacher, sft_candidates
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,9 @@ def test_one_molt_grpo_step_scores_with_eq_8():
     import torch
 
     from kbvqa.models import build_tiny_vlm
-    from kbvqa.rl import GRPOConfig
-    from kbvqa.tournament_grpo import MOLTTask, molt_grpo_train, sample_molt_groups
+    from kbvqa.molt.grpo import MOLTTask
+    from kbvqa.molt.rewards import molt_grpo_rewards
+    from kbvqa.rl import GRPOConfig, grpo_train, sample_groups
 
     torch.set_num_threads(1)
     vlm = build_tiny_vlm("qwen2_vl", texts=["<round> <compare> [1] vs [2] </compare> <think> </think> <winner> "
@@ -93,17 +94,17 @@ def test_one_molt_grpo_step_scores_with_eq_8():
                          seed=0, hidden_size=32, num_layers=1, intermediate_size=64, vision_width=32, vision_depth=1)
     tasks = [MOLTTask("q ?", ("2", "1"), "1"), MOLTTask("q ?", ("1", "2"), "2")]
     cfg = GRPOConfig(group_size=3, prompts_per_step=2, steps=2, max_new_tokens=6, lr=1e-3, progress=False)
-    sampled = sample_molt_groups(vlm, tasks, cfg, seed=0)
-    r = sampled.rollouts
+    r = sample_groups(vlm, [t.prompt for t in tasks], tasks, cfg, **molt_grpo_rewards(), seed=0)
     for i, text in enumerate(r.texts):
         task = tasks[i // 3]
         expected = molt_reward(text, task.schedule, task.gold_id)
         assert r.rewards[i].item() == pytest.approx(expected.total)
-        assert sampled.process_rewards[i].item() == pytest.approx(expected.proc)
-        assert r.task_rewards[i].item() == expected.res and r.format_rewards[i].item() == expected.fmt
+        assert r.rewards_by_key["process_reward"][i].item() == pytest.approx(expected.proc)
+        assert r.rewards_by_key["result_reward"][i].item() == expected.res
+        assert r.rewards_by_key["format_reward"][i].item() == expected.fmt
     assert r.advantages.shape == (6,)
     before = {n: p.detach().clone() for n, p in vlm.model.named_parameters()}
-    curves = molt_grpo_train(vlm, tasks, cfg)
+    curves = grpo_train(vlm, [t.prompt for t in tasks], tasks, cfg, **molt_grpo_rewards())
     assert len(curves.reward) == len(curves.process_reward) == len(curves.loss) == 2
     assert all(0 <= x <= 1 for x in curves.result_reward)
     changed = any(not torch.equal(before[n], p) for n, p in vlm.model.named_parameters())

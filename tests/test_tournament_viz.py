@@ -1,4 +1,4 @@
-"""The tournament viewer (kbvqa.viz.tournaments): one pure draw function, frames and HTML that
+"""The tournament viewer (kbvqa.viz.molt): one pure draw function, frames and HTML that
 close every figure, broken chains marked, any string drawable."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kbvqa.viz.tournaments import draw_tournament, render_tournament_frames, tournament_html  # noqa: E402
+from kbvqa.viz.molt import draw_tournament, render_tournament_frames, tournament_html  # noqa: E402
 
 SCHEDULE = ["5", "4", "3", "2", "1"]
 
@@ -76,7 +76,7 @@ def test_frames_and_html_close_their_figures():
 
 
 def test_a_run_object_and_an_empty_transcript_draw():
-    from kbvqa.tournament_run import TournamentRun
+    from kbvqa.molt.run import TournamentRun
 
     run = TournamentRun("iterative", "3", draw_tournament.__globals__["parse_tournament"](GOOD), [], SCHEDULE, 4, 12)
     fig = draw_tournament(run)

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from kbvqa.search.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
+from kbvqa.rcts.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
 from kbvqa.viz.trees import draw_rcts_tree, example_label, tree_layout, tree_state, tree_view  # noqa: E402
 from kbvqa.viz.trees_player import frame_rollouts, frames_html, rcts_tree_html, render_frames  # noqa: E402
 
@@ -165,8 +165,8 @@ class _LetterVLM:
 
 def test_an_rcts_result_replays_exactly():
     from kbvqa.data.schema import Query
-    from kbvqa.search.rcts import RCTSConfig, rcts_search
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
+    from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
+    from kbvqa.rcts.prompts import MCPromptBuilder
 
     def item(i):
         return Query(id=f"q{i}", question=f"Question {i}?", answers=["ABCD"[i % 4]], answer_type="choice",

@@ -12,7 +12,7 @@
 Passing ``kb=True`` builds ``KBExample`` (``reasoning_context`` None, filled later by RCTS §3.2).
 
 Leaves out: prompt formatting (the RCTS code's "Choices: (A) ..." strings), answer extraction and
-scoring (``kbvqa.rewards`` / ``kbvqa.metrics``), and VizWiz / VSR-MC (``real_nonreasoning.py``).
+scoring (``kbvqa.reag.rewards`` / ``kbvqa.metrics``), and VizWiz / VSR-MC (``real_nonreasoning.py``).
 """
 from __future__ import annotations
 

@@ -14,7 +14,11 @@
   (``toy_literature``).
 
 Images are lazy: every ``image`` field holds ``functools.partial(render_view, spec)``; ``save``
-renders each once to PNG. Why the world exists: DESIGN.md, "The toy world".
+renders each once to PNG. Why the world exists: no pretrained VLM can be downloaded in CI or
+offline, so the cpu profile needs a world small enough to learn and see whole that still exercises
+every mechanism of the papers (look-alike families as visual hard negatives, shared wording as
+textual ones, cluttered views with a subject box, sectioned pages with numbers, units, years and
+lists, and a literature corpus with synonyms), split into knowledge base / train / test.
 Chapter figures: ``family_grid`` and ``draw_query`` (``toy_draw``).
 
 Leaves out: real datasets (``datasets.py``), models and retrieval.

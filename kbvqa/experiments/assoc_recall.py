@@ -37,7 +37,6 @@ import datetime
 import json
 import math
 import platform
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +45,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from kbvqa.config import DATA_DIR, REPO_ROOT, seed_everything
+from kbvqa.config import DATA_DIR, seed_everything
 from kbvqa.experiments.assoc_recall_data import QUERY_MODES, TASKS, build_vocab, make_batch
+from kbvqa.experiments.runs import git_commit
 
 RESULTS_DIR = DATA_DIR / "experiments" / "assoc_recall"
 LOSS_ON = ("answers", "all")
@@ -191,14 +191,6 @@ def evaluate(model, batches) -> dict:
             "eval_token_acc": float(np.mean(token_accs))}
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def write_results(record: dict, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{record['config']['name']}.json"
@@ -223,7 +215,7 @@ def train(cfg: AssocRecallConfig, out_dir: Path | None = RESULTS_DIR, progress: 
     rng = np.random.default_rng(cfg.seed)
     record = {"config": dataclasses.asdict(cfg), "vocab_size": len(vocab),
               "text_parameters": sum(p.numel() for n, p in model.named_parameters() if "visual" not in n),
-              "git_commit": _git_commit(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+              "git_commit": git_commit(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
               "machine": {"platform": platform.platform(), "processor": platform.processor(),
                           "torch": torch.__version__, "threads": torch.get_num_threads()},
               "curve": [], "steps_to_95": None, "minutes_to_95": None}

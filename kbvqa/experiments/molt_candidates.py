@@ -25,7 +25,7 @@ KS = tuple(range(1, 21))
 
 def doc_image_of(world, size: int = 56):
     """The document image the candidates carry: the page's main picture at the tiny model's size."""
-    from kbvqa.models.pretrain_tasks import view_ref
+    from kbvqa.prompts.formats import view_ref
 
     return lambda d: view_ref(world, d.meta["image_id"], size)
 
@@ -33,7 +33,7 @@ def doc_image_of(world, size: int = 56):
 def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
     """``CandidatePipeline`` over the toy knowledge base; ``n`` defaults to ``k`` (a full fused list)."""
     from kbvqa.models.encoders import get_encoders
-    from kbvqa.tournament_candidates import CandidateConfig, CandidatePipeline
+    from kbvqa.molt.candidates import CandidateConfig, CandidatePipeline
 
     return CandidatePipeline(world.documents, encoders or get_encoders("cpu"), CandidateConfig(k=k, n=n or k),
                              doc_image=doc_image_of(world))
@@ -42,7 +42,7 @@ def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
 def candidate_sets(world, pipeline, queries, n: int | None = None):
     """One ``CandidateSet`` per query with the oracle passage extractor; ``n`` overrides the
     pipeline's fused length (the index and the token cache are shared, nothing is rebuilt)."""
-    from kbvqa.tournament_candidates import oracle_extractor
+    from kbvqa.molt.candidates import oracle_extractor
 
     if n is not None:
         pipeline = copy.copy(pipeline)
@@ -53,8 +53,8 @@ def candidate_sets(world, pipeline, queries, n: int | None = None):
 def run(seed: int = 0, k: int = 20, every: int = 1) -> dict:
     """Recall curves and gold ranks over ``world.kbvqa_test[::every]``."""
     from kbvqa.data import get_world
-    from kbvqa.experiments.rcts_toy import provenance
-    from kbvqa.tournament_chapters import gold_ranks, recall_curves
+    from kbvqa.experiments.runs import provenance
+    from kbvqa.molt.analysis import gold_ranks, recall_curves
 
     start = time.perf_counter()
     world = get_world(seed)

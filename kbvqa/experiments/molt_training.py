@@ -10,7 +10,7 @@ thread; ``make experiments``). Two kinds of judges play the same ladders:
    schedule decides accuracy through the number of rounds the ground truth plays.
 2. **The tiny model** (honesty): the shipped cpu judge zero-shot (one-shot 5-way, Table 17, and the
    one-pass tournament, Table 14), after the SFT cold start on §3.2.1 data (oracle teacher,
-   ``tournament_sft``), and after GRPO from that cold start with and without R_proc (Eq. 8 with
+   ``kbvqa.molt.sft``), and after GRPO from that cold start with and without R_proc (Eq. 8 with
    lambda_2 = 0.5 or 0); the full model is also evaluated under the three schedules.
 
 Evaluation candidates (``eval_sets``): the gold paragraph and four look-alike pages (the same five
@@ -20,7 +20,7 @@ scores; with ``gap = 1`` the gold is ranked first about half of the time, as "th
 typically high-ranked" (§4.4) assumes. The schedule sorts by these scores. GRPO trains on the same
 kind of sets built from TRAIN queries with the weak-to-strong schedule (what inference uses).
 
-Leaves out: tables, paper numbers, figures (``molt_results``); real data (gpu only, not run here).
+Leaves out: tables, paper numbers, figures (``kbvqa.molt.results``); real data (gpu only, not run here).
 """
 from __future__ import annotations
 
@@ -31,10 +31,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
-from kbvqa.config import DATA_DIR
-from kbvqa.tournament import ORDERS, ladder_schedule, listing_order
+from kbvqa.molt.ladder import ORDERS, ladder_schedule, listing_order
+from kbvqa.molt.results import RESULTS_DIR
 
-RESULTS_DIR = DATA_DIR / "experiments" / "molt"
 ERRORS = (0.05, 0.1, 0.2, 0.3)   # scripted comparators' error per round the ground truth plays
 
 
@@ -74,7 +73,7 @@ class EvalItem:
 def eval_sets(world, queries, gap: float = 1.0, seed: int = 0) -> list[EvalItem]:
     """One ``EvalItem`` per query: the §3.2.1 five (gold + four look-alikes), random ids, simulated
     scores (module docstring). Repeats exactly for a seed."""
-    from kbvqa.tournament_sft import SFTDataConfig, sft_candidates
+    from kbvqa.molt.sft import SFTDataConfig, sft_candidates
 
     items = []
     for q in queries:
@@ -106,8 +105,8 @@ def noisy_comparator(gold_id: str, error: float, rng: random.Random):
 
 def scripted_records(items, order: str, error: float, seed: int = 0) -> list[dict]:
     """The scripted judge's ladder on every item under ``order``, scored with Eq. 8."""
-    from kbvqa.tournament_rewards import molt_reward
-    from kbvqa.tournament_sft import teacher_transcript
+    from kbvqa.molt.rewards import molt_reward
+    from kbvqa.molt.sft import teacher_transcript
 
     records = []
     for it in items:
@@ -130,9 +129,9 @@ def _record(it: EvalItem, text: str, schedule, reward) -> dict:
 # ------------------------------------------------------------------------------ the tiny model
 def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed: int = 0) -> list[dict]:
     """Greedy one-pass ladders (Table 14) of ``vlm`` under ``order``, batched, scored with Eq. 8."""
-    from kbvqa.models.pretrain_tasks import view_ref
-    from kbvqa.tournament import student_prompt
-    from kbvqa.tournament_rewards import molt_reward
+    from kbvqa.molt.ladder import student_prompt
+    from kbvqa.molt.rewards import molt_reward
+    from kbvqa.prompts.formats import view_ref
 
     schedules = [ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
                  for it in items]
@@ -147,9 +146,9 @@ def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed
 
 def evaluate_one_shot(vlm, items, seed: int = 0) -> list[dict]:
     """Greedy one-shot 5-way choices (Table 17) with the candidates in retrieval order."""
-    from kbvqa.models.pretrain_tasks import view_ref
+    from kbvqa.molt.ladder import one_shot_prompt
     from kbvqa.parsers import parse_candidate_number
-    from kbvqa.tournament import one_shot_prompt
+    from kbvqa.prompts.formats import view_ref
 
     world, records = _world(), []
     ordered = [sorted(it.candidates, key=lambda c: -c.score) for it in items]
@@ -173,8 +172,8 @@ def _world():
 def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None):
     """The shipped judge after ``sft_steps`` of SFT on the §3.2.1 set (oracle teacher)."""
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.molt.sft import SFTDataConfig, build_sft_set
     from kbvqa.rl import SFTConfig, sft_train
-    from kbvqa.tournament_sft import SFTDataConfig, build_sft_set
 
     vlm = vlm or load_vlm("judge")
     t0 = time.perf_counter()
@@ -190,9 +189,9 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
 
 def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
     """GRPO prompts: train queries' candidate sets with the weak-to-strong schedule (as inference)."""
-    from kbvqa.models.pretrain_tasks import view_ref
-    from kbvqa.tournament import student_prompt
-    from kbvqa.tournament_grpo import MOLTTask
+    from kbvqa.molt.grpo import MOLTTask
+    from kbvqa.molt.ladder import student_prompt
+    from kbvqa.prompts.formats import view_ref
 
     items = eval_sets(world, world.kbvqa_train[-n:], config.gap, config.seed)
     tasks = []
@@ -207,18 +206,18 @@ def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
 def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None):
     """A copy of ``cold`` after GRPO with Eq. 8 (``with_proc=False``: lambda_2 = 0); its curves go to ``log``."""
     from kbvqa.models.vlm import VLM
-    from kbvqa.rl import GRPOConfig
-    from kbvqa.tournament_grpo import molt_grpo_train
-    from kbvqa.tournament_rewards import MOLTRewardConfig
+    from kbvqa.molt.rewards import MOLTRewardConfig, molt_grpo_rewards
+    from kbvqa.rl import GRPOConfig, grpo_train
 
     vlm = VLM.from_model(copy.deepcopy(cold.model), cold.processor)
     t0 = time.perf_counter()
     cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step, steps=config.grpo_steps,
                      max_new_tokens=config.max_new_tokens, lr=config.grpo_lr, seed=config.seed, progress=False)
     rewards = MOLTRewardConfig(lambda_proc=0.5 if with_proc else 0.0)
-    curves = molt_grpo_train(vlm, grpo_tasks(world, config), cfg, rewards)
+    tasks = grpo_tasks(world, config)
+    curves = grpo_train(vlm, [t.prompt for t in tasks], tasks, cfg, **molt_grpo_rewards(rewards))
     if log is not None:
-        log["grpo_full" if with_proc else "grpo_no_proc"] = {**asdict(curves),
+        log["grpo_full" if with_proc else "grpo_no_proc"] = {**curves.curves,
                                                              "seconds": round(time.perf_counter() - t0, 1)}
     return vlm
 
@@ -263,8 +262,8 @@ def main(argv=None) -> dict:
     import torch
 
     from kbvqa.config import seed_everything
-    from kbvqa.experiments.molt_results import print_table, summarise, write_results
-    from kbvqa.experiments.rcts_toy import provenance
+    from kbvqa.experiments.runs import provenance
+    from kbvqa.molt.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

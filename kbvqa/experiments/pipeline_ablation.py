@@ -29,42 +29,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.pipeline import PipelineConfig
-
-RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"
-EVIDENCE_FILE = DATA_DIR / "experiments" / "reag" / "evidence.json"
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str                 # file and row name
-    label: str                # printed label
-    config: PipelineConfig
-    versus: str | None = None  # the row it is compared with (paired bootstrap); None: none
-    diagnostic: bool = False   # not a pipeline setting: a ceiling
-
-
-_OFF = {"critic": False, "rerank": "none"}
-ROWS = (
-    Row("reader_alone", "reader alone (question + image)", PipelineConfig(retrieval="none", **_OFF)),
-    Row("coarse", "coarse retrieval (every passage)", PipelineConfig(retrieval="coarse", **_OFF), "reader_alone"),
-    Row("coarse_fine", "+ fine retrieval (subject crop)", PipelineConfig(retrieval="coarse_fine", **_OFF), "coarse"),
-    Row("critic", "+ critic (P(Yes) > 0.1)", PipelineConfig(rerank="none"), "coarse_fine"),
-    Row("critic_top1", "+ rerank by P(Yes), keep 1", PipelineConfig(rerank="critic", keep=1), "critic"),
-    Row("ladder", "+ ladder, one pass (N = 5)", PipelineConfig(rerank="ladder"), "critic_top1"),
-    Row("ladder_no_critic", "ladder without the critic (retrieval order)",
-        PipelineConfig(critic=False, rerank="ladder"), "ladder"),
-    Row("iterative", "ladder, iterative pairwise (N = 5)", PipelineConfig(rerank="iterative"), "ladder"),
-    Row("oracle_ladder", "perfect ladder (evidence if among the 5)", PipelineConfig(rerank="oracle"), "ladder", True),
-    Row("evidence_alone", "evidence passage alone (reader ceiling)", PipelineConfig(retrieval="evidence", **_OFF),
-        None, True),
-)
-ROW_BY_NAME = {r.name: r for r in ROWS}
-LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none
+from kbvqa.experiments.pipeline_results import EVIDENCE_FILE, RESULTS_DIR, ROW_BY_NAME, Row
 
 
 def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
@@ -109,7 +78,7 @@ def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_reco
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
     """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row."""
     from kbvqa.data import get_world
-    from kbvqa.experiments.common import resumed_run
+    from kbvqa.experiments.runs import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[:limit]
@@ -135,7 +104,7 @@ def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = 
 
 
 def main(argv=None) -> dict:
-    from kbvqa.experiments.common import resumable_parser
+    from kbvqa.experiments.runs import resumable_parser
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rows", ROW_BY_NAME, 200,
                               "first N test queries (evidence.json has 200)", RESULTS_DIR)
@@ -144,7 +113,7 @@ def main(argv=None) -> dict:
 
     from kbvqa.config import seed_everything
     from kbvqa.experiments.pipeline_results import print_table, summarise, write_results
-    from kbvqa.experiments.rcts_toy import provenance
+    from kbvqa.experiments.runs import provenance
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

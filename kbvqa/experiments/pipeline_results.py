@@ -2,7 +2,7 @@
 
 - ``summarise(records)``: per row (``pipeline_ablation.ROWS`` order; every row cut to the queries
   all rows answered): n, accuracy (ReAG's task reward) with its 95 % Wilson interval
-  (``rcts_stats.wilson_interval``), the paired bootstrap against the row it adds to
+  (``kbvqa.metrics.intervals.wilson_interval``), the paired bootstrap against the row it adds to
   (``Row.versus``), mean
   passages read, the evidence recall after each stage (``STAGES``: retrieved, after the critic,
   among the ladder's candidates, in the reader's context = a perfect reader's accuracy), the
@@ -18,10 +18,13 @@ Leaves out: running the rows (``pipeline_ablation``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from kbvqa.experiments.rcts_stats import paired_bootstrap, wilson_interval
-from kbvqa.experiments.reag_ladder_results import live_agreement
+from kbvqa.config import DATA_DIR
+from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
+from kbvqa.pipeline import PipelineConfig
+from kbvqa.reag.results import live_agreement
 
 __all__ = ["LOSSES", "STAGES", "draw_ablation", "live_agreement", "load_records", "load_results", "print_table",
            "summarise", "table_rows", "where_lost", "write_results"]
@@ -55,7 +58,7 @@ def _mean(values) -> float | None:
 
 def summarise(records: dict[str, list[dict]], **extra) -> dict:
     """The ablation table from ``{row: records}``; ``extra`` (provenance, seconds) stored as is."""
-    from kbvqa.experiments.pipeline_ablation import ROW_BY_NAME, ROWS
+    from kbvqa.experiments.pipeline_results import ROW_BY_NAME, ROWS
 
     names = [r.name for r in ROWS if records.get(r.name)]
     if not names:
@@ -87,7 +90,7 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
 
 def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per row) under ``out``."""
-    from kbvqa.experiments.common import write_json_and_csv
+    from kbvqa.experiments.runs import write_json_and_csv
 
     header = (["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "passages"]
               + [k for k, _ in STAGES] + ["ladder_valid"])
@@ -97,7 +100,7 @@ def write_results(results: dict, out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR
+    from kbvqa.experiments.pipeline_results import RESULTS_DIR
 
     path = Path(out or RESULTS_DIR) / "results.json"
     if not path.exists():
@@ -107,8 +110,8 @@ def load_results(out=None) -> dict:
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{row: committed records} from ``out/runs/*.jsonl``."""
-    from kbvqa.experiments.pipeline_ablation import RESULTS_DIR, ROW_BY_NAME
-    from kbvqa.experiments.rcts_toy import read_run
+    from kbvqa.experiments.pipeline_results import RESULTS_DIR, ROW_BY_NAME
+    from kbvqa.experiments.runs import read_run
 
     runs = Path(out or RESULTS_DIR) / "runs"
     return {n: read_run(runs / f"{n}.jsonl")[1] for n in ROW_BY_NAME if (runs / f"{n}.jsonl").exists()}
@@ -160,3 +163,43 @@ def draw_ablation(results: dict, title: str | None = None):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"
+
+
+EVIDENCE_FILE = DATA_DIR / "experiments" / "reag" / "evidence.json"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str                 # file and row name
+    label: str                # printed label
+    config: PipelineConfig
+    versus: str | None = None  # the row it is compared with (paired bootstrap); None: none
+    diagnostic: bool = False   # not a pipeline setting: a ceiling
+
+
+_OFF = {"critic": False, "rerank": "none"}
+
+
+ROWS = (
+    Row("reader_alone", "reader alone (question + image)", PipelineConfig(retrieval="none", **_OFF)),
+    Row("coarse", "coarse retrieval (every passage)", PipelineConfig(retrieval="coarse", **_OFF), "reader_alone"),
+    Row("coarse_fine", "+ fine retrieval (subject crop)", PipelineConfig(retrieval="coarse_fine", **_OFF), "coarse"),
+    Row("critic", "+ critic (P(Yes) > 0.1)", PipelineConfig(rerank="none"), "coarse_fine"),
+    Row("critic_top1", "+ rerank by P(Yes), keep 1", PipelineConfig(rerank="critic", keep=1), "critic"),
+    Row("ladder", "+ ladder, one pass (N = 5)", PipelineConfig(rerank="ladder"), "critic_top1"),
+    Row("ladder_no_critic", "ladder without the critic (retrieval order)",
+        PipelineConfig(critic=False, rerank="ladder"), "ladder"),
+    Row("iterative", "ladder, iterative pairwise (N = 5)", PipelineConfig(rerank="iterative"), "ladder"),
+    Row("oracle_ladder", "perfect ladder (evidence if among the 5)", PipelineConfig(rerank="oracle"), "ladder", True),
+    Row("evidence_alone", "evidence passage alone (reader ceiling)", PipelineConfig(retrieval="evidence", **_OFF),
+        None, True),
+)
+
+
+ROW_BY_NAME = {r.name: r for r in ROWS}
+
+
+LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none

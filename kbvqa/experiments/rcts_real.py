@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbvqa.experiments.rcts_paper import paper_rows
-from kbvqa.experiments.rcts_runs import ROWS, Setting, run_row
-from kbvqa.experiments.rcts_stats import wilson_interval
+from kbvqa.metrics.intervals import wilson_interval
+from kbvqa.rcts.paper import paper_rows
+from kbvqa.rcts.runs import ROWS, Setting, run_row
 
 RETRIEVAL_N = 20
 
 
 def real_setting(queries: Sequence, kb: Sequence, encoders, k: int = 3, n: int = RETRIEVAL_N) -> Setting:
     """Hybrid top-``n`` candidates (score = MaxSim / query tokens) and multiple-choice prompts."""
+    from kbvqa.rcts.prompts import MCPromptBuilder
     from kbvqa.retrieval.hybrid import HybridIndex, encode_items
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
 
     if not queries or not kb:
         raise ValueError("real_setting needs at least one query and one knowledge-base example")

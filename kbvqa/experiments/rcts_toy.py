@@ -18,54 +18,22 @@ Retrieval (§3.3, hybrid MaxSim, k+1 with the query dropped) is computed once an
 same candidates. The similarity s_i of Eq. 5-6 is the MaxSim score divided by the query's token
 count (the mean per-token cosine), our reading of "normalised similarity".
 
-Leaves out: the rows and how they run (``rcts_runs``), tables and figures (``rcts_results``).
+Leaves out: the rows and how they run (``kbvqa.rcts.runs``), tables and figures (``kbvqa.rcts.results``).
 """
 from __future__ import annotations
 
 import argparse
-import datetime
-import hashlib
 import json
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR, REPO_ROOT
-from kbvqa.experiments.rcts_runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
+from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import provenance, read_run
+from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
 
 RESULTS_DIR = DATA_DIR / "experiments" / "rcts"
 RETRIEVAL_N = 20            # candidates kept per question (paper N = 20)
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def model_fingerprint(vlm=None) -> str:
-    """The cpu checkpoint's SHA-256 (first 16 hex digits) or the hub id of a loaded hub model."""
-    weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
-    name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
-    if name and "tiny_vlm" not in str(name):
-        return str(name)
-    if not weights.exists():
-        return "unknown"
-    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
-
-
-def provenance(seed: int, vlm=None, **extra) -> dict:
-    import torch
-
-    return {"git_commit": git_commit(), "seed": seed,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "torch": torch.__version__, "threads": torch.get_num_threads()},
-            "model": model_fingerprint(vlm), **extra}
 
 
 # ------------------------------------------------------------------------------ retrieval cache
@@ -98,7 +66,7 @@ def load_retrieval(world, out: Path = RESULTS_DIR, recompute: bool = False) -> d
 
 def retrieval_diagnostics(world, retrieval: dict) -> dict:
     """Retrieval quality for the chapter's "why" section: answer-showing examples in the top k."""
-    from kbvqa.experiments.rcts_diagnostics import kb_ceiling, retrieval_hit_rate
+    from kbvqa.rcts.diagnostics import kb_ceiling, retrieval_hit_rate
 
     kb = {e.id: e for e in world.mc_kb}
     queries = [q for q in world.mc_test if q.id in retrieval["candidates"]]
@@ -111,7 +79,7 @@ def retrieval_diagnostics(world, retrieval: dict) -> dict:
 def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3) -> Setting:
     """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
     the cached candidates and ``MCPromptBuilder(world)`` prompts."""
-    from kbvqa.search.rcts_prompts import MCPromptBuilder
+    from kbvqa.rcts.prompts import MCPromptBuilder
 
     kb = {e.id: e for e in world.mc_kb}
     queries = list(world.mc_test)
@@ -125,14 +93,6 @@ def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: i
 
 
 # ------------------------------------------------------------------------------ incremental runs
-def read_run(path: Path) -> tuple[dict | None, list[dict]]:
-    """(header, records) of a ``runs/<run>.jsonl`` file; (None, []) when it does not exist."""
-    if not Path(path).exists():
-        return None, []
-    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
-    if not lines or "fingerprint" not in lines[0]:
-        return None, []
-    return lines[0], lines[1:]
 
 
 def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: bool = False,
@@ -179,8 +139,8 @@ def main(argv=None) -> dict:
 
     from kbvqa.config import seed_everything
     from kbvqa.data import get_world
-    from kbvqa.experiments.rcts_results import print_tables, summarise
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.rcts.results import print_tables, summarise
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -13,7 +13,7 @@ budgets (``LadderConfig``: critic 150 steps x 16, SFT and cold start 150 steps x
 x 4 prompts x G = 4; CPU, one thread). Training data are the chapters' critic tuples of the
 TRAIN split (evidence or a 70 % hard / 30 % soft negative, ``rl.cold_start_examples``); the
 answer-only SFT uses the same tuples with ``<answer>y</answer>`` targets. Every rung is scored with
-ReAG's task reward (``kbvqa.rewards.task_reward``: exact / numeric Psi / multi-answer IoU by
+ReAG's task reward (``kbvqa.reag.rewards.task_reward``: exact / numeric Psi / multi-answer IoU by
 question type) on the same first N queries of ``world.kbvqa_test``, greedy decoding. Three
 diagnostic rungs, not in the paper (``ORACLE_RUNGS``), give the zero-shot, cold-start and GRPO
 generators the evidence passage alone: the ceiling each generator reaches without noise.
@@ -22,10 +22,10 @@ Retrieval and critic scores are computed once per run and kept in ``evidence.jso
 results (passage ids and P(Yes); no weights are saved: a pending training rung retrains, seeded,
 from the shipped model). Each rung's records
 go to ``runs/<rung>.jsonl`` under a fingerprint header (``rcts_toy.read_run``): a rerun with the
-same settings skips finished rungs. ``reag_ladder_results`` turns the records into the table.
+same settings skips finished rungs. ``kbvqa.reag.results`` turns the records into the table.
 
 Leaves out: training the critic and generators (``reag_ladder_train``), tables, the paper's
-numbers and figures (``reag_ladder_results``); the gpu profile's real-data subset (chapter 24
+numbers and figures (``kbvqa.reag.results``); the gpu profile's real-data subset (chapter 24
 shows it, never run in the cpu profile).
 """
 from __future__ import annotations
@@ -37,40 +37,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR
 from kbvqa.experiments.reag_ladder_train import copy_vlm, train_generator, train_ladder_critic
+from kbvqa.reag.results import ORACLE_RUNGS, RESULTS_DIR, RUNG_BY_NAME, RUNGS, Rung
 
-RESULTS_DIR = DATA_DIR / "experiments" / "reag"
-
-
-@dataclass(frozen=True)
-class Rung:
-    name: str            # file and row name
-    label: str           # printed label
-    coarse: bool         # coarse retrieval (image -> pages)
-    fine: bool           # + fine retrieval (crop -> pages, merged by max)
-    critic: bool         # Eq. 4 filter
-    generator: str       # "zero_shot", "sft", "cold_start" or "rl"
-    oracle: bool = False  # diagnostic: the evidence passage alone instead of the retrieved ones
-
-
-RUNGS = (
-    Rung("no_retrieval", "no retrieval (question + image)", False, False, False, "zero_shot"),
-    Rung("coarse", "coarse retrieval", True, False, False, "zero_shot"),
-    Rung("coarse_critic", "+ critic", True, False, True, "zero_shot"),
-    Rung("fine_critic", "+ fine retrieval", True, True, True, "zero_shot"),
-    Rung("sft", "+ SFT (answer only)", True, True, True, "sft"),
-    Rung("traces", "+ traces (cold start, alpha = 0.8)", True, True, True, "cold_start"),
-    Rung("rl", "+ RL (GRPO from the cold start)", True, True, True, "rl"),
-)
 # diagnostics, not in the paper: each generator reading the evidence passage alone (its ceiling)
-ORACLE_RUNGS = (
-    Rung("oracle_zero_shot", "evidence alone, zero-shot", False, False, False, "zero_shot", oracle=True),
-    Rung("oracle_traces", "evidence alone, cold start", False, False, False, "cold_start", oracle=True),
-    Rung("oracle_rl", "evidence alone, GRPO", False, False, False, "rl", oracle=True),
-)
-RUNG_BY_NAME = {r.name: r for r in RUNGS + ORACLE_RUNGS}
-CHEAP_RUNGS = ("no_retrieval", "coarse", "coarse_critic", "fine_critic")   # no generator training
 
 
 @dataclass(frozen=True)
@@ -93,7 +63,7 @@ class LadderConfig:
     batch_size: int = 16          # prompts per generate call
 
     def __post_init__(self):
-        from kbvqa.critic import check_threshold
+        from kbvqa.reag.critic import check_threshold
 
         ints = ("limit", "critic_steps", "sft_steps", "cold_steps", "train_examples", "grpo_steps",
                 "prompts_per_step", "max_new_tokens", "batch_size")
@@ -142,7 +112,7 @@ def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retrieve
     evidence}} for ``queries``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the
     profile's grounder) and the critic's P(Yes) of every retrieved passage (None without a critic)."""
     from kbvqa.config import get_profile
-    from kbvqa.critic import Critic, CriticConfig
+    from kbvqa.reag.critic import Critic, CriticConfig
     from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
     from kbvqa.retrieval.subject_grounding import get_grounder
 
@@ -169,9 +139,10 @@ def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retrieve
 def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: LadderConfig) -> list[dict]:
     """Greedy answers of ``generator`` on ``rung`` (ReAG generator prompt with the rung's passages),
     one record per query scored by the task reward of its question type."""
-    from kbvqa.critic import CriticConfig, generator_prompt
+    from kbvqa.metrics.answers import query_gold
     from kbvqa.parsers import parse_think_answer
-    from kbvqa.rewards import format_reward, query_gold, task_reward
+    from kbvqa.reag.critic import CriticConfig, generator_prompt
+    from kbvqa.reag.rewards import format_reward, task_reward
 
     cc = CriticConfig.for_profile()
     passages = [rung_passages(rung, evidence[q.id]) for q in queries]
@@ -254,7 +225,7 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
     """The whole experiment: records of every rung in ``out/runs/`` (resumed unless ``fresh``) and a
     training log; returns ({rung: records}, log)."""
     from kbvqa.data import get_world
-    from kbvqa.experiments.common import resumed_run
+    from kbvqa.experiments.runs import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[: config.limit]
@@ -280,7 +251,7 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
 
 
 def main(argv=None) -> dict:
-    from kbvqa.experiments.common import resumable_parser
+    from kbvqa.experiments.runs import resumable_parser
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rungs", RUNG_BY_NAME, LadderConfig.limit,
                               "first N test queries", RESULTS_DIR, what="rungs")
@@ -288,8 +259,8 @@ def main(argv=None) -> dict:
     import torch
 
     from kbvqa.config import seed_everything
-    from kbvqa.experiments.rcts_toy import provenance
-    from kbvqa.experiments.reag_ladder_results import print_table, summarise, write_results
+    from kbvqa.experiments.runs import provenance
+    from kbvqa.reag.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -35,8 +35,9 @@ def real_subset_ladder(name: str = "infoseek", n: int = 50, max_docs: int = 2000
     ("infoseek" or "evqa"); ``{}`` when ``n == 0``."""
     from kbvqa.data import load_dataset
     from kbvqa.data.datasets import load_knowledge_base
-    from kbvqa.experiments.reag_ladder import CHEAP_RUNGS, RUNG_BY_NAME, LadderConfig, evaluate, retrieve_evidence
+    from kbvqa.experiments.reag_ladder import LadderConfig, evaluate, retrieve_evidence
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.reag.results import CHEAP_RUNGS, RUNG_BY_NAME
 
     if name not in ("infoseek", "evqa"):
         raise ValueError(f"the ReAG ladder runs on 'infoseek' or 'evqa', got {name!r}")

@@ -1,6 +1,6 @@
 """Training the ladder's critic and generators (ReAG Tab. 4 rungs "+ critic", "+ SFT", "+ traces", "+ RL").
 
-- ``train_ladder_critic``: the critic of chapter 21 (``critic_train.train_critic``, 70 % hard /
+- ``train_ladder_critic``: the critic of chapter 21 (``kbvqa.reag.critic_train.train_critic``, 70 % hard /
   30 % soft negatives) with the ladder's budget, from the shipped model.
 - ``training_examples``: the critic tuples (I_q, q, p) of the TRAIN split (50 % evidence, else a
   negative; ``rl.cold_start_examples``) with templated traces (cold start, Eq. 5) or the answer
@@ -10,7 +10,7 @@
   "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
 
 Leaves out: the rung definitions and the run (``reag_ladder``), the losses and loops
-(``kbvqa.rl``), the tables (``reag_ladder_results``).
+(``kbvqa.rl``), the tables (``kbvqa.reag.results``).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import time
 
 
 def train_ladder_critic(world, config, vlm=None):
-    """The critic of the ladder: ``config.critic_steps`` of ``critic_train`` from the shipped model."""
-    from kbvqa.critic_train import CriticTrainConfig, train_critic
+    """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped model."""
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
     critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False)
@@ -31,9 +31,9 @@ def train_ladder_critic(world, config, vlm=None):
 def training_examples(world, config, traces: bool) -> list:
     """Critic tuples of the train split as SFT examples: with templated traces (cold start) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
-    from kbvqa.models.pretrain_tasks import Example
     from kbvqa.parsers import parse_think_answer
-    from kbvqa.rl import cold_start_examples
+    from kbvqa.prompts.formats import Example
+    from kbvqa.reag import cold_start_examples
 
     examples = cold_start_examples(world, config.train_examples, seed=config.seed)
     if traces:
@@ -46,8 +46,9 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
     """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
     from the shipped model; ``log[kind]`` gets its curve's start, end and seconds."""
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.reag.rewards import reag_grpo_rewards
+    from kbvqa.reag.traces import grpo_prompts
     from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
-    from kbvqa.rl.chapters import grpo_prompts
 
     if kind not in ("zero_shot", "sft", "cold_start", "rl"):
         raise ValueError(f"unknown generator kind {kind!r}")
@@ -68,7 +69,7 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step,
                          steps=config.grpo_steps, max_new_tokens=config.max_new_tokens, lr=config.grpo_lr,
                          seed=config.seed, progress=False)
-        out = grpo_train(vlm, grpo_prompts(world, pool), pool, cfg)
+        out = grpo_train(vlm, grpo_prompts(world, pool), pool, cfg, **reag_grpo_rewards())
         k = min(5, len(out.accuracy_reward))
         log[kind] = {"steps": config.grpo_steps, "accuracy_reward_first5": round(sum(out.accuracy_reward[:k]) / k, 4),
                      "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4)}

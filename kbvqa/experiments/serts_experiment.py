@@ -8,9 +8,9 @@ as query, the gold abstracts (Tab. 4's GROUND TRUTH ceiling), self-reflection (A
 (Alg. 1, MAX UCB C = 0.1) at Sim 6 and 12, and SeRTS at Sim 12 with the RANDOM and C = 0 selection
 policies (Tab. 6). Two setups (``SETUPS``) run the same search with different models:
 
-- ``scripted``: the mechanism. ``serts_oracle.noisy_reformulator`` proposes (adds each synonym of the
+- ``scripted``: the mechanism. ``kbvqa.serts.oracle.noisy_reformulator`` proposes (adds each synonym of the
   gold abstracts with probability 0.5, goes off topic with probability 0.2, ignores the feedback) and
-  ``serts_oracle.rubric_evaluator`` grades with the toy App. A rubric: competent parts, so the search
+  ``kbvqa.serts.oracle.rubric_evaluator`` grades with the toy App. A rubric: competent parts, so the search
   itself is what is measured. Its "tokens" are words. The analogue of the paper's GPT-3.5 rows.
 - ``tiny``: honesty. The shipped ~1M-parameter tiny model is proposer and evaluator (temperature 0.7,
   App. C.2). The analogue of the paper's Llama2-7B rows, on fewer questions (it is slow).
@@ -22,8 +22,8 @@ and ROUGE-SU4 (recall and F) are against the ideal answers. Questions run in chu
 can rerun chunk 0 live and get the committed records back.
 
 Output under ``data/experiments/serts/``: ``runs/<setup>.jsonl`` (a header, then one record per
-question, method and seed) and the summary ``results.json`` / ``results.csv`` (``serts_results``).
-Leaves out: PPO (chapter 18, live), the gpu profile's BioASQ run, tables and figures (``serts_results``).
+question, method and seed) and the summary ``results.json`` / ``results.csv`` (``kbvqa.serts.results``).
+Leaves out: PPO (chapter 18, live), the gpu profile's BioASQ run, tables and figures (``kbvqa.serts.results``).
 """
 from __future__ import annotations
 
@@ -34,31 +34,11 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR
+from kbvqa.serts.results import METHODS, RESULTS_DIR, Method
 
-RESULTS_DIR = DATA_DIR / "experiments" / "serts"
 SETUPS = ("scripted", "tiny")
 
 
-@dataclass(frozen=True)
-class Method:
-    name: str             # record and row name
-    label: str            # printed label
-    kind: str             # "bm25" | "gold" | "reflection" | "serts"
-    sim: int = 0          # Sim of Alg. 1 / 2 (0: no search)
-    policy: str = "ucb"   # SeRTS selection (Tab. 6): "ucb" (C = 0.1) | "greedy" (C = 0) | "random"
-
-
-METHODS = (
-    Method("bm25", "BM25 (question as query)", "bm25"),
-    Method("ground_truth", "gold abstracts (ceiling)", "gold"),
-    Method("reflection_6", "self-reflection (Sim 6)", "reflection", 6),
-    Method("serts_6", "SeRTS (Sim 6, MAX UCB)", "serts", 6),
-    Method("reflection_12", "self-reflection (Sim 12)", "reflection", 12),
-    Method("serts_12", "SeRTS (Sim 12, MAX UCB C = 0.1)", "serts", 12),
-    Method("serts_random_12", "SeRTS (Sim 12, RANDOM)", "serts", 12, "random"),
-    Method("serts_greedy_12", "SeRTS (Sim 12, MAX UCB C = 0)", "serts", 12, "greedy"),
-)
 METHOD_BY_NAME = {m.name: m for m in METHODS}
 
 
@@ -84,8 +64,8 @@ class ExperimentConfig:
 
 def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
     """Fresh ``(proposer, evaluator)`` generators for one (method, seed, chunk)."""
-    from kbvqa.search.serts_oracle import noisy_reformulator, rubric_evaluator
-    from kbvqa.search.serts_prompts import vlm_generator
+    from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
+    from kbvqa.serts.prompts import vlm_generator
 
     if setup == "scripted":
         return noisy_reformulator(world, config.include_prob, config.off_topic_prob, seed), rubric_evaluator(world)
@@ -98,7 +78,7 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
 def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_text, config: ExperimentConfig,
                 seed: int):
     """(abstract ids per question, SeRTSResult per question or None) for one method."""
-    from kbvqa.search.serts import SeRTSConfig, run_self_reflection, run_serts
+    from kbvqa.serts.search import SeRTSConfig, run_self_reflection, run_serts
 
     if method.kind == "bm25":
         return [list(retrieve(q.question, config.top_k)) for q in questions], None
@@ -114,7 +94,7 @@ def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_te
 def answer_all(vlm, pairs, doc_text, config: ExperimentConfig, cache: dict) -> None:
     """Greedy Tab. 10 answers for every new (question, abstracts) pair, in batches of 8 (the batch
     composition is that of the chunk, so a live rerun of a chunk batches the same way)."""
-    from kbvqa.search.serts_prompts import answer_prompt, vlm_generator
+    from kbvqa.serts.prompts import answer_prompt, vlm_generator
 
     todo = list(dict.fromkeys(p for p in pairs if p not in cache))
     if not todo:
@@ -132,7 +112,7 @@ def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: 
     """One record per (method, question) for one chunk and seed (the unit a live rerun repeats)."""
     from kbvqa.metrics.retrieval import retrieval_prf
     from kbvqa.metrics.rouge import rouge_n, rouge_su
-    from kbvqa.search.serts_eval import toy_literature_task
+    from kbvqa.serts.evaluate import toy_literature_task
 
     retrieve, doc_text = toy_literature_task(world)
     cache = {} if answer_cache is None else answer_cache
@@ -198,19 +178,14 @@ def write_run(path: Path, header: dict, records: list[dict]) -> None:
             f.write(json.dumps(r) + "\n")
 
 
-def read_run(path: Path) -> tuple[dict, list[dict]]:
-    lines = Path(path).read_text().splitlines()
-    return json.loads(lines[0])["header"], [json.loads(x) for x in lines[1:] if x.strip()]
-
-
 def main(argv=None) -> dict:
     import torch
 
     from kbvqa.config import get_profile, seed_everything
     from kbvqa.data.toyworld import get_world
-    from kbvqa.experiments.rcts_toy import provenance
-    from kbvqa.experiments.serts_results import print_tables, summarise, write_results
+    from kbvqa.experiments.runs import provenance
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.serts.results import print_tables, summarise, write_results
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scripted-n", type=int, default=ExperimentConfig.scripted_n)

@@ -82,3 +82,11 @@ __all__ = [
     "recall_at_k", "reciprocal_rank", "retrieval_prf", "rouge_n", "rouge_su", "rouge_tokens",
     "scienceqa_parse_choice", "toy_kbvqa_correct", "vqa_accuracy", "vqa_normalize",
 ]
+
+# Shared by every paper's chapters (issue #16): the judge of ReAG supp. B, ranking AUC, noise bars.
+from kbvqa.metrics.answers import answer_correct, query_gold  # noqa: E402
+from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval  # noqa: E402
+from kbvqa.metrics.ranking import roc_auc, separation_auc  # noqa: E402
+
+__all__ += ["answer_correct", "check_agreement", "paired_bootstrap", "query_gold", "roc_auc", "same_answers",
+            "separation_auc", "wilson_interval"]

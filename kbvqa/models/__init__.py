@@ -27,8 +27,9 @@ from kbvqa.models.encoders import (
                                    sentence_vectors,
 )
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
+from kbvqa.models.outputs import Generations
 from kbvqa.models.scoring import CompletionLogprobs
-from kbvqa.models.vlm import VLM, Generations
+from kbvqa.models.vlm import VLM
 
 __all__ = ["build_tiny_vlm", "build_tokenizer", "ClipEncoders", "CompletionLogprobs", "document_text",
            "encoder_card", "EncoderConfig", "FAMILIES", "Generations", "get_encoders", "gpu_checkpoint",

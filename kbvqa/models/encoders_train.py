@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 
@@ -30,11 +29,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kbvqa.config import REPO_ROOT, seed_everything
+from kbvqa.config import seed_everything
+from kbvqa.experiments.runs import git_commit
 from kbvqa.models.encoders import ENCODERS_DIR, EncoderConfig, ToyEncoders, document_text
 from kbvqa.models.vision_encoder import VisionConfig, crop_box, cutout, paste_augment, uint8_to_tensor
 
 CODE_FILES = ("encoders", "encoders_train", "vision_encoder")   # their state is recorded in the card
+CODE_PATHS = tuple(f"kbvqa/models/{f}.py" for f in CODE_FILES)
 
 
 @dataclass(frozen=True)
@@ -308,17 +309,6 @@ def evaluate_examples(enc, world, max_queries: int | None = None, max_kb: int | 
 
 
 # --- command line ---------------------------------------------------------------------------------
-def git_commit() -> str:
-    """HEAD's commit, with ``-dirty`` when the encoder code has uncommitted changes."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20).stdout.strip()
-    try:
-        dirty = git("status", "--porcelain", "--", *(f"kbvqa/models/{f}.py" for f in CODE_FILES))
-        return (git("rev-parse", "HEAD") or "unknown") + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def main(argv=None) -> dict:
     from kbvqa.data import TOYWORLD_VERSION
 
@@ -333,7 +323,7 @@ def main(argv=None) -> dict:
     t0 = time.perf_counter()
     evaluation = {"documents": evaluate_documents(enc, world), "examples": evaluate_examples(enc, world)}
     seconds["eval_s"] = round(time.perf_counter() - t0, 1)
-    card = {"train_config": asdict(cfg), "seed": cfg.seed, "commit": git_commit(),
+    card = {"train_config": asdict(cfg), "seed": cfg.seed, "commit": git_commit(CODE_PATHS),
             "toyworld_version": TOYWORLD_VERSION, "world_seed": cfg.world_seed, "torch": torch.__version__,
             "torch_threads": cfg.threads, "seconds": seconds, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             "loss_first_10": round(float(np.mean(losses[:10])), 4),

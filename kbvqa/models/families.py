@@ -5,8 +5,8 @@ Families (``FAMILIES``): ``qwen2_vl`` (Qwen2-VL), ``qwen2_5_vl`` (Qwen2.5-VL, Re
 ``"smolvlm"`` is accepted as an alias). Each tiny model is the real ``transformers`` architecture at
 toy size, so the code that drives it drives the hub checkpoints too.
 
-- ``TinySpec``: the knobs of a tiny model (defaults = the tiny Qwen2-VL measured in DESIGN.md: text
-  width 128, 4 layers, vision depth 2 / width 64, 56x56 images -> 4 image tokens).
+- ``TinySpec``: the knobs of a tiny model (defaults = the tiny Qwen2-VL the book measured in chapter 01:
+  text width 128, 4 layers, vision depth 2 / width 64, 56x56 images -> 4 image tokens).
 - ``tiny_config(family, **overrides)``: the family's ``transformers`` config for a ``TinySpec``;
   special-token ids are the fixed ids of ``tokenizer.special_tokens(family)``.
 - ``build_tokenizer`` (re-exported from ``tokenizer.py``) and ``build_tiny_vlm(family, texts)``,

@@ -156,7 +156,7 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
     """See ``VLM.generate``. Returns texts[prompt][sample], or ``Generations`` if ``details``."""
     from transformers import GenerationConfig
 
-    from kbvqa.models.vlm import Generations
+    from kbvqa.models.outputs import Generations
 
     _check(n, max_new_tokens, temperature, top_p, top_k, repetition_penalty, batch_size, seed)
     stops = [stop] if isinstance(stop, str) else list(stop or [])

@@ -1,9 +1,9 @@
 """The model card of the tiny VLM: every metric of the issue on the toy world's TEST split, and plots.
 
-``evaluate_card(vlm, world, n=...)`` runs the fixed evaluation sets of ``pretrain_eval.eval_examples``
+``evaluate_card(vlm, world, n=...)`` runs the fixed evaluation sets of ``pretrain_mix.eval_examples``
 (the first ``n`` queries of each test split) and returns a flat dict:
 
-- KB-VQA (E-VQA-style prompt, greedy answers scored with ``kbvqa.rewards.answer_correct``: E-VQA
+- KB-VQA (E-VQA-style prompt, greedy answers scored with ``kbvqa.reag.rewards.answer_correct``: E-VQA
   normalised exact match, InfoSeek-style ranges for numbers, the multi-answer rule):
   ``kbvqa_gold_passage_acc`` (target >= 0.85), ``kbvqa_no_passage_acc`` (should be low; ReAG's
   no-passage prompt, so its ``<answer>`` is read with ``parse_think_answer``),
@@ -18,8 +18,9 @@
 - MOLT: ``pairwise_acc`` (``<winner>`` id), ``box_iou`` (mean IoU; 0 when no box parses) and
   ``box_iou50`` (share with IoU >= 0.5).
 
-``teacher_forced_accuracy(vlm, examples)``: the share of examples whose every completion token is the
-argmax (= greedy exact match, cheap: one forward pass; ``tiny.pretrain`` logs it on small sets).
+``teacher_forced_accuracy(vlm, examples)`` (``kbvqa.models.scoring``): the share of examples whose
+every completion token is the argmax (= greedy exact match, cheap: one forward pass; ``tiny.pretrain``
+logs it on small sets).
 
 ``write_card(vlm_dir, evaluation, ...)`` writes ``card.json`` (commit, seed, toy-world version,
 config, steps, wall time, machine, evaluation); ``plot_training_curves(curves)`` draws ``curves.json``.
@@ -33,75 +34,18 @@ import json
 import math
 import platform
 import re
-import subprocess
 from pathlib import Path
 
 import torch
 
-from kbvqa.config import REPO_ROOT
-from kbvqa.parsers import parse_rcts_answer, parse_think_answer
-from kbvqa.rewards import answer_correct
+from kbvqa.experiments.runs import git_commit
+from kbvqa.metrics.answers import answer_correct
+from kbvqa.metrics.ranking import roc_auc
+from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
+from kbvqa.retrieval.subject import box_iou
 
 REFUSAL = re.compile(r"don'?t know|unknown|cannot|can't", re.IGNORECASE)
-_WINNER = re.compile(r"<winner>\s*\[?\s*(\d+)", re.IGNORECASE)
-_NUM = r"\s*(-?\d+(?:\.\d+)?)\s*"
-_BOX = re.compile(r"\[" + ",".join([_NUM] * 4) + r"\]")
-__all__ = ["box_iou", "evaluate_card", "parse_box", "parse_winner", "plot_training_curves", "roc_auc",
-           "teacher_forced_accuracy", "write_card"]
-
-
-def roc_auc(scores, labels) -> float:
-    """Area under the ROC curve (Mann-Whitney U; ties count half); NaN without both classes."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    if not pos or not neg:
-        return float("nan")
-    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
-    return wins / (len(pos) * len(neg))
-
-
-def parse_winner(text: str) -> str | None:
-    """The id in the first ``<winner>`` tag, or ``None``."""
-    m = _WINNER.search(text or "")
-    return m.group(1) if m else None
-
-
-def parse_box(text: str) -> list[float] | None:
-    """The first ``[x1, y1, x2, y2]`` in ``text`` (corners sorted), or ``None``."""
-    m = _BOX.search(text or "")
-    if m is None:
-        return None
-    x1, y1, x2, y2 = (float(v) for v in m.groups())
-    return [min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)]
-
-
-def box_iou(a, b) -> float:
-    """Intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 for a missing box)."""
-    if a is None or b is None:
-        return 0.0
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
-    return w * h / union if union > 0 else 0.0
-
-
-@torch.no_grad()
-def teacher_forced_accuracy(vlm, examples, batch_size: int = 16) -> float:
-    """Share of examples whose every completion token (and EOS) is the argmax: greedy exact match."""
-    if not examples:
-        return float("nan")
-    from kbvqa.models.scoring import join_completions
-
-    hits = 0
-    for i in range(0, len(examples), batch_size):
-        chunk = examples[i:i + batch_size]
-        inputs, comp, mask, _ = join_completions(vlm, [e.prompt for e in chunk], [e.completion for e in chunk],
-                                                 add_eos=True)
-        width = comp.shape[1]
-        logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
-        right = (logits[:, :width].argmax(-1) == comp) | ~mask
-        hits += int(right.all(dim=1).sum())
-    return hits / len(examples)
+__all__ = ["evaluate_card", "plot_training_curves", "write_card"]
 
 
 def _generate(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
@@ -138,7 +82,7 @@ def _gold_logprob(vlm, examples, batch_size: int) -> float:
 def _no_passage_prompt(world, example):
     """The same E-VQA-style prompt as ``example`` with no retrieved section ("None")."""
     from kbvqa.models.pretrain_mix import PretrainMixConfig
-    from kbvqa.models.pretrain_tasks import kbvqa_prompt
+    from kbvqa.prompts.formats import kbvqa_prompt
 
     query = next(q for q in world.kbvqa_test if q.id == example.meta["query_ids"][0])
     return kbvqa_prompt(world, query, [], "evqa", PretrainMixConfig())
@@ -186,14 +130,6 @@ def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens
     card["examples"] = {t: {"target": sets[t][0].completion, "output": texts[t][0]} for t in texts}
     vlm.model.train(was_training)
     return card
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _finite(value):

@@ -26,7 +26,7 @@ import dataclasses
 import re
 
 from kbvqa.data.schema import Passage, Query
-from kbvqa.models.pretrain_tasks import (
+from kbvqa.prompts.formats import (
     KBVQA_STYLES,
     Example,
     _kbvqa_meta,

@@ -25,15 +25,15 @@ chapters; ``heldout_lit_ids`` lists them), with BM25 (bm25s, k1 = 1.5, b = 0.75)
   unrelated query -> justification, suggestion, ``<score>n</score>`` with n from ``rubric_score``.
 - ``serts_answer``  SeRTS Table 10: question + gold abstracts -> the ideal answer.
 
-Leaves out: the creature tasks (``pretrain_tasks``), the mixture (``pretrain_mix``).
+Leaves out: the creature tasks (``kbvqa.prompts.formats``), the mixture (``pretrain_mix``).
 """
 from __future__ import annotations
 
 import hashlib
 
 from kbvqa.data.schema import Query, option_letters
-from kbvqa.models.pretrain_tasks import Example, view_ref
 from kbvqa.prompts import render_chat, render_prompt
+from kbvqa.prompts.formats import Example, view_ref
 
 HELDOUT_LIT_FRACTION = 0.5
 _CACHE: dict[int, tuple[object, dict]] = {}

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from kbvqa.models.chat import make_chat, normalise_prompts, with_answer
+from kbvqa.models.generation import placeholder_ids
 
 
 @dataclass
@@ -166,8 +167,6 @@ def training_batch(vlm, prompts, completions: Sequence, loss_on: str = "completi
     """
     if loss_on not in ("completion", "all"):
         raise ValueError(f"loss_on must be 'completion' or 'all', got {loss_on!r}")
-    from kbvqa.models.generation import placeholder_ids
-
     inputs, _, _, prompt_len = join_completions(vlm, prompts, completions, add_eos)
     labels = inputs["input_ids"].clone()
     labels[inputs["attention_mask"] == 0] = -100
@@ -176,3 +175,20 @@ def training_batch(vlm, prompts, completions: Sequence, loss_on: str = "completi
     else:
         labels[torch.isin(labels, torch.tensor(placeholder_ids(vlm), device=labels.device))] = -100
     return {**inputs, "labels": labels}
+
+
+@torch.no_grad()
+def teacher_forced_accuracy(vlm, examples, batch_size: int = 16) -> float:
+    """Share of examples whose every completion token (and EOS) is the argmax: greedy exact match."""
+    if not examples:
+        return float("nan")
+    hits = 0
+    for i in range(0, len(examples), batch_size):
+        chunk = examples[i:i + batch_size]
+        inputs, comp, mask, _ = join_completions(vlm, [e.prompt for e in chunk], [e.completion for e in chunk],
+                                                 add_eos=True)
+        width = comp.shape[1]
+        logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
+        right = (logits[:, :width].argmax(-1) == comp) | ~mask
+        hits += int(right.all(dim=1).sum())
+    return hits / len(examples)

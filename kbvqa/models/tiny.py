@@ -18,7 +18,8 @@ layer only on the positions that carry a label). ``sdpa`` attention beat ``eager
 
 Loss: next-token cross-entropy on completions (on everything for ``loss_on="all"`` examples, i.e.
 documents) plus ``prompt_loss_weight`` x the loss on the prompt text of the other examples
-(DESIGN.md: language-model loss over passages and in-context examples helps the look-up skill).
+(measured on the toy world: language-model loss over passages and in-context examples helps the look-up
+skill).
 ``loss_norm="example"``: per example, mean over answer tokens + weight x mean over prompt tokens,
 then the mean over the batch (a 200-token document does not outweigh a "Yes"); ``"token"``: one
 weighted mean over all tokens. ``phases`` switch the mixture (and the prompt weight) at given
@@ -167,8 +168,7 @@ class BatchStream:
     def _build_pool(self, index: int) -> list[list]:
         from itertools import islice
 
-        from kbvqa.models.pretrain_eval import example_length
-        from kbvqa.models.pretrain_mix import iter_pretrain_examples
+        from kbvqa.models.pretrain_mix import example_length, iter_pretrain_examples
 
         c = self.config
         size = c.pool_batches * c.batch_size
@@ -247,8 +247,8 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     from kbvqa.config import seed_everything
     from kbvqa.data import get_world
     from kbvqa.models.families import build_tiny_vlm
-    from kbvqa.models.model_card import teacher_forced_accuracy
     from kbvqa.models.pretrain_mix import eval_examples, pretrain_corpus_texts
+    from kbvqa.models.scoring import teacher_forced_accuracy
     from kbvqa.models.vlm import VLM
 
     config = config or TinyTrainConfig()

@@ -10,7 +10,7 @@ tokenizer (``TokenizersBackend``) that the family's processor accepts:
   (``"3.5 kg"`` -> ``" 3"`` ``"."`` ``"5"`` ``" kg"`` -> ``"3.5 kg"``);
 - ``kind="word"``: one id per piece (the most frequent ``vocab_size`` pieces of ``texts``, plus
   every digit and ASCII punctuation mark, the template's own words and ``Yes``/``No``); an unseen
-  word becomes ``<unk>``. This is what the measured tiny Qwen2-VL used (DESIGN.md).
+  word becomes ``<unk>``. This is what the book's measured tiny Qwen2-VL (1.45M parameters, chapter 01) used.
   ``kind="bpe"``: byte-pair merges over the same pieces with every printable ASCII character in
   the alphabet, so unseen ASCII words are spelled out instead of lost.
 - the chat template is the family's, simplified: Qwen families use ChatML with

@@ -27,24 +27,13 @@ Leaves out: loading options (``loading.py``), the scoring maths (``scoring.py``)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kbvqa.models import loading
+from kbvqa.models import generation, loading, scoring
 from kbvqa.models.chat import chat_images, normalise_prompts
 from kbvqa.models.processors import family_of
-
-
-@dataclass
-class Generations:
-    """What ``generate(..., details=True)`` returns; every field is indexed [prompt][sample]."""
-
-    texts: list[list[str]]             # decoded completions (stop string removed unless include_stop)
-    token_ids: list[list[list[int]]]   # generated ids up to and including EOS / the stop token
-    num_tokens: list[list[int]]        # len(token_ids[i][j])
-    finished: list[list[bool]]         # True if EOS or a stop string ended it (not max_new_tokens)
 
 
 class VLM:
@@ -161,45 +150,33 @@ class VLM:
                  stop: Sequence[str] | str | None = None, include_stop: bool = False,
                  seed: int | None = None, batch_size: int = 8, details: bool = False):
         """Sample ``n`` completions per prompt (see ``generation.generate``)."""
-        from kbvqa.models.generation import generate
-
-        return generate(self, prompts, n=n, max_new_tokens=max_new_tokens, temperature=temperature,
+        return generation.generate(self, prompts, n=n, max_new_tokens=max_new_tokens, temperature=temperature,
                         top_p=top_p, top_k=top_k, repetition_penalty=repetition_penalty, stop=stop,
                         include_stop=include_stop, seed=seed, batch_size=batch_size, details=details)
 
     def next_token_logits(self, prompts, batch_size: int = 16) -> torch.Tensor:
         """Float32 logits ``[B, V]`` of the token after each prompt's generation prompt."""
-        from kbvqa.models.scoring import next_token_logits
-
-        return next_token_logits(self, prompts, batch_size=batch_size)
+        return scoring.next_token_logits(self, prompts, batch_size=batch_size)
 
     def p_yes(self, prompts, yes: str = "Yes", no: str = "No", normalise: str = "pair",
               batch_size: int = 16) -> torch.Tensor:
         """ReAG Eq. 4: Pr(Yes) per prompt, float32 ``[B]`` on CPU (see ``scoring.p_yes``)."""
-        from kbvqa.models.scoring import p_yes
-
-        return p_yes(self, prompts, yes=yes, no=no, normalise=normalise, batch_size=batch_size)
+        return scoring.p_yes(self, prompts, yes=yes, no=no, normalise=normalise, batch_size=batch_size)
 
     def completion_logprobs(self, prompts, completions, grad: bool = False, temperature: float = 1.0,
                             add_eos: bool = False):
         """Per-token log-probabilities of ``completions`` (see ``scoring.completion_logprobs``)."""
-        from kbvqa.models.scoring import completion_logprobs
-
-        return completion_logprobs(self, prompts, completions, grad=grad, temperature=temperature,
+        return scoring.completion_logprobs(self, prompts, completions, grad=grad, temperature=temperature,
                                    add_eos=add_eos)
 
     def training_batch(self, prompts, completions, loss_on: str = "completion", add_eos: bool = True):
         """Inputs with ``labels`` for ``self.model(**batch).loss`` (see ``scoring.training_batch``)."""
-        from kbvqa.models.scoring import training_batch
-
-        return training_batch(self, prompts, completions, loss_on=loss_on, add_eos=add_eos)
+        return scoring.training_batch(self, prompts, completions, loss_on=loss_on, add_eos=add_eos)
 
     def answer_token_id(self, word: str) -> int:
         """The id the model emits first when its answer is ``word`` (see ``scoring``)."""
-        from kbvqa.models.scoring import answer_token_id
-
         if word not in self._answer_ids:
-            self._answer_ids[word] = answer_token_id(self, word)
+            self._answer_ids[word] = scoring.answer_token_id(self, word)
         return self._answer_ids[word]
 
     def __repr__(self) -> str:

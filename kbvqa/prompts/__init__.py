@@ -20,7 +20,7 @@ API: ``list_prompts()``, ``load_prompt(name)``, ``prompt_source(name)``, ``promp
 ``kbvqa.models.chat`` (system turn if the template has one, user turn with the images placed at
 the image markers, or first when the template has none).
 
-Leaves out: choosing what goes into the slots (the chapters, ``kbvqa.models.pretrain_tasks``) and
+Leaves out: choosing what goes into the slots (the chapters, ``kbvqa.prompts.formats``) and
 parsing the answers (``kbvqa.parsers``).
 """
 from __future__ import annotations

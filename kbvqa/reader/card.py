@@ -47,7 +47,7 @@ def vision_entity_acc(trainer, n: int = 200) -> float:
 
 
 def naming_acc(vlm, world, n: int, image_size: int) -> float:
-    from kbvqa.models.pretrain_tasks import view_ref
+    from kbvqa.prompts.formats import view_ref
     from kbvqa.reader.tasks import naming_example
 
     views = _test_views(world, n)
@@ -57,8 +57,8 @@ def naming_acc(vlm, world, n: int, image_size: int) -> float:
 
 
 def quick_checks(trainer, n: int = 32) -> dict:
-    from kbvqa.models.model_card import teacher_forced_accuracy
-    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.models.pretrain_mix import eval_examples
+    from kbvqa.models.scoring import teacher_forced_accuracy
     from kbvqa.reader.tasks import mix_config
 
     stage = trainer.state["stage"]
@@ -96,7 +96,7 @@ def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
 def card_sets(world, n: int, image_size: int) -> dict:
     """The card's evaluation sets on the TEST split (first ``n`` queries of each). The 10-passage
     row's 9 distractors are the look-alikes' passages of the same section, then random ones."""
-    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.models.pretrain_mix import eval_examples
     from kbvqa.reader.tasks import mix_config
 
     cfg = mix_config(image_size, 0)
@@ -109,7 +109,7 @@ def card_sets(world, n: int, image_size: int) -> dict:
 
 def ladder_set(world, n: int, image_size: int) -> list:
     """MOLT Table 14 prompts for the first ``n`` test queries (gold + 4 look-alike pages)."""
-    from kbvqa.tournament_sft import SFTDataConfig, build_sft_example
+    from kbvqa.molt.sft import SFTDataConfig, build_sft_example
 
     config = SFTDataConfig(image_size=image_size)
     return [build_sft_example(world, q, [], config) for q in world.kbvqa_test[:n]]
@@ -117,7 +117,7 @@ def ladder_set(world, n: int, image_size: int) -> list:
 
 def ladder_valid(text: str, schedule) -> bool:
     """Table 14 output parses (MOLT Eq. 9) and its chain is consistent in every round (Eq. 10)."""
-    from kbvqa.tournament_rewards import chain_validity, format_reward
+    from kbvqa.molt.rewards import chain_validity, format_reward
 
     valid = chain_validity(text, schedule)
     return format_reward(text) == 1.0 and len(valid) == len(schedule) - 1 and all(valid)
@@ -142,9 +142,10 @@ def serts_recall(world, examples, outputs, k: int = 5) -> tuple[float, float]:
 
 def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16) -> dict:
     """Every card row on the first ``n`` test queries of each set; answers generated greedily."""
-    from kbvqa.models.model_card import box_iou, parse_box, parse_winner, roc_auc
-    from kbvqa.parsers import parse_rcts_answer, parse_think_answer
-    from kbvqa.tournament_rewards import result_reward
+    from kbvqa.metrics.ranking import roc_auc
+    from kbvqa.molt.rewards import result_reward
+    from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
+    from kbvqa.retrieval.subject import box_iou
 
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -211,7 +212,7 @@ def card_sets_kbvqa(world, n: int, image_size: int) -> dict:
     """The card's three KB-VQA sets alone (see ``card_sets``)."""
     import dataclasses
 
-    from kbvqa.models.pretrain_eval import eval_examples
+    from kbvqa.models.pretrain_mix import eval_examples
     from kbvqa.reader.tasks import mix_config
 
     cfg = mix_config(image_size, 0)
@@ -224,7 +225,7 @@ def card_table(evaluation: dict, before: dict | None = None):
     ``before`` (the 1.45M from-scratch model's card) beside it."""
     import pandas as pd
 
-    from kbvqa.experiments.rcts_stats import wilson_interval
+    from kbvqa.metrics.intervals import wilson_interval
 
     n = evaluation["n_queries"]
     rows = {}
@@ -251,7 +252,7 @@ def write_card(path, evaluation: dict, world=None) -> dict:
     from pathlib import Path
 
     from kbvqa.data import TOYWORLD_VERSION
-    from kbvqa.models.model_card import git_commit
+    from kbvqa.experiments.runs import git_commit
     from kbvqa.reader.ship import reader_fingerprint
 
     path = Path(path)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
-from kbvqa.models.pretrain_tasks import Example, view_ref
+from kbvqa.prompts.formats import Example, view_ref
 
 # The reader's mixture. KB-VQA reading dominates (the card's blocking rows), the counterfactual
 # copy keeps answers tied to the passage rather than to memory, and every paper's format keeps a
@@ -93,7 +93,7 @@ def creature_name(world, rng, cfg) -> Example:
 
 def molt_ladder(world, rng, cfg) -> Example:
     """MOLT Table 14 one-pass ladder over a training query's positive and 4 look-alike pages."""
-    from kbvqa.tournament_sft import SFTDataConfig, build_sft_example
+    from kbvqa.molt.sft import SFTDataConfig, build_sft_example
 
     q = rng.choice(world.kbvqa_train)
     config = SFTDataConfig(image_size=cfg.image_size, short_prompts=cfg.short_prompts)

@@ -73,7 +73,10 @@ def bm25_term_weight(tf: float, doc_len: float, avgdl: float, k1: float = 1.5, b
                      variant: str = "paper") -> float:
     """The fraction of Eq. 3 for one term: f (k1 + 1) / (f + k1 (1 - b + b |d| / avgdl)).
 
-    ``variant="lucene"`` drops the factor (k1 + 1), as bm25s does."""
+    ``variant="lucene"`` drops the factor (k1 + 1), as bm25s does.
+
+    Appendix: SeRTS | App. C.1 Eq. 3-4 | tests/test_bm25.py::test_hand_computed_score | serts-bm25
+    """
     _check_params(k1, b, variant)
     norm = k1 * (1.0 - b + b * doc_len / avgdl) if avgdl > 0 else k1
     numerator = tf * (k1 + 1.0) if variant == "paper" else tf

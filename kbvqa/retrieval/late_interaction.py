@@ -47,7 +47,11 @@ def _as_matrix(x, name: str) -> torch.Tensor:
 
 def maxsim_loop(query_tokens, doc_tokens) -> float:
     """Eq. 4 with explicit loops: for each query token, the best dot product with any document
-    token; the sum of those maxima. Float64. Empty document -> ``-inf``; empty query -> ValueError."""
+    token; the sum of those maxima. Float64. Empty document -> ``-inf``; empty query -> ValueError.
+
+    Appendix: RCTS | Eq. 4 |
+        tests/test_retrieval_late_interaction.py::test_loop_matches_a_hand_computed_value | rcts-maxsim
+    """
     query = _as_matrix(query_tokens, "query_tokens").double()
     doc = _as_matrix(doc_tokens, "doc_tokens").double()
     if len(query) == 0:

@@ -21,7 +21,7 @@ grounder's box and with the ground-truth "oracle" box, which separates grounding
 retrieval quality) and the grounder's box IoU against the toy world's ground-truth boxes.
 
 Leaves out: subject rules and boxes (``subject.py``), grounders (``subject_grounding.py``),
-the critic that filters P^noisy (``kbvqa.critic``), late-interaction retrieval (the package root).
+the critic that filters P^noisy (``kbvqa.reag.critic``), late-interaction retrieval (the package root).
 """
 from __future__ import annotations
 
@@ -247,8 +247,7 @@ def evaluate_multilevel(world, retriever: MultilevelRetriever | None = None, gro
     share of queries with a box. ``subjects``: how often each rule of supp. A fired, and the share
     equal to ``meta["noun"]`` where the queries have one.
     """
-    from kbvqa.models.model_card import box_iou
-    from kbvqa.retrieval.subject import subject_rule
+    from kbvqa.retrieval.subject import box_iou, subject_rule
 
     if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
         raise ValueError(f"ks must be positive ints, got {ks!r}")
@@ -295,3 +294,17 @@ def evaluate_multilevel(world, retriever: MultilevelRetriever | None = None, gro
             "grounding": {"mean_iou": _mean(ious), "iou50": _mean(i >= 0.5 for i in ious),
                           "box_rate": _mean(b is not None for b in predicted)},
             "boxes": [(q.id, b, q.box) for q, b in zip(queries, predicted)]}
+
+
+def score_scales(coarse: Sequence, fine: Sequence) -> dict[str, float]:
+    """Mean top-1 cosine of the coarse and the fine rankings (lists of ``[(doc_id, score), ...]``;
+    empty rankings are skipped) and the share of queries whose merged top-1 comes from the fine one."""
+    top_c = [r[0][1] for r in coarse if r]
+    top_f = [r[0][1] for r in fine if r]
+    both = [(c, f) for c, f in zip(coarse, fine) if c and f]
+    fine_wins = [f[0][1] > c[0][1] and f[0][0] != c[0][0] for c, f in both]
+
+    def mean(v):
+        return round(sum(v) / len(v), 4) if v else float("nan")
+
+    return {"coarse_top1": mean(top_c), "fine_top1": mean(top_f), "fine_takes_top1": mean(fine_wins)}

@@ -257,3 +257,12 @@ def crop_to_box(image, box, margin: float = 0.15, square: bool = True):
     region = expand_box(box, im.size, margin, square) if box is not None else None
     return im.crop(region) if region is not None else im.copy()
 
+
+def box_iou(a, b) -> float:
+    """Intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 for a missing box)."""
+    if a is None or b is None:
+        return 0.0
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0

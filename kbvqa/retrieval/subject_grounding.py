@@ -67,7 +67,7 @@ class VLMGrounder:
     def ground(self, images, questions, subjects=None) -> list[tuple[float, float, float, float] | None]:
         """One box per image in its own pixels (float), or ``None`` where no box parses."""
         from kbvqa.data.schema import open_image
-        from kbvqa.models.model_card import parse_box
+        from kbvqa.parsers import parse_box
 
         images = list(images)
         if len(images) != len(questions):

@@ -1,15 +1,15 @@
-"""ReAG's training stages (Sec. 3.3-3.4): SFT cold start and GRPO, from scratch.
+"""Training loops shared by the papers, from scratch: SFT, GRPO with reward functions passed in, PPO.
 
-- ``cold_start.py``: cold-start examples from the toy world (templated traces that state relevance).
 - ``sft.py``: Eq. 5 (alpha-weighted answer vs trace loss), the trace/answer token split, ``sft_train``.
-- ``grpo_loss.py``: Eq. 8 group advantages and the clipped token loss of Eq. 6-7 (beta = 0), held
+- ``grpo_loss.py``: ReAG Eq. 8 group advantages and the clipped token loss of Eq. 6-7 (beta = 0), held
   equal to TRL's ``GRPOTrainer._compute_loss`` with ``loss_type="dapo"`` in the tests.
-- ``grpo.py``: sampling groups, rewards (Eq. 9), ``grpo_step`` and ``grpo_train``.
+- ``grpo.py``: one trainer: sampling groups, the rewards passed in (TRL's ``reward_funcs``),
+  ``grpo_step`` and ``grpo_train`` (one curve per reward; ReAG and MOLT pass theirs).
+- ``ppo.py``: PPO on SeRTS trajectories (SeRTS Eq. 2).
 - ``common.py``: trainable weights (frozen vision encoder, LoRA), optimiser and schedule.
 
-Leaves out: PPO and the MOLT/SeRTS training loops.
+Leaves out: each paper's rewards and data (``kbvqa.reag``, ``kbvqa.molt``, ``kbvqa.serts``).
 """
-from kbvqa.rl.cold_start import cold_start_example, cold_start_examples, cold_start_trace
 from kbvqa.rl.common import build_optimizer, prepare_trainable
 from kbvqa.rl.grpo import (
                            GRPOConfig,
@@ -34,8 +34,8 @@ from kbvqa.rl.sft import (
                            split_tokens,
 )
 
-__all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss", "cold_start_example",
-           "cold_start_examples", "cold_start_trace", "group_advantages", "grpo_loss", "GRPOConfig",
+__all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss",
+           "group_advantages", "grpo_loss", "GRPOConfig",
            "GRPOLoss", "GRPOResult", "grpo_step", "GRPOStepStats", "grpo_train", "policy_update",
            "prepare_trainable", "Rollouts", "sample_groups", "sft_batch_loss", "SFTConfig", "SFTLoss",
            "sft_loss", "SFTResult", "sft_train", "split_tokens"]

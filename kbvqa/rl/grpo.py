@@ -1,12 +1,19 @@
-"""ReAG's RL stage (Sec. 3.4, supp. B): GRPO steps on a VLM, written out in readable steps.
+"""GRPO steps on a VLM, written out in readable steps: one trainer, reward functions passed in.
 
-One ``grpo_step`` on a batch of prompts (each with its ``Query``, which holds the gold answers):
+Rewards are plugged in as TRL's ``GRPOTrainer(reward_funcs=...)``: ``reward_funcs`` maps a name
+to a function ``(completions, tasks) -> [float, ...]`` (one reward per completion; ``tasks`` holds
+what each prompt is scored against: a ``Query`` for ReAG, a ``MOLTTask`` for MOLT) and
+``reward_weights`` gives each name's weight (default 1). The total reward is the weighted sum, and
+``grpo_train`` returns one curve per reward name. ReAG passes R_task and R_fmt with gamma = 1,
+delta = 0.2 (Eq. 9, ``kbvqa.reag.rewards.reag_grpo_rewards``); MOLT passes R_fmt, R_proc and R_res
+(Eq. 8, ``kbvqa.molt.rewards.molt_grpo_rewards``).
+
+One ``grpo_step`` on a batch of prompts (each with its task):
 
 1. sample a group of G completions per prompt from the current policy, in ONE ``vlm.generate``
    call (``n=G``; the image of a prompt is encoded once);
-2. score each completion: R = gamma * R_task + delta * R_fmt (Eq. 9, ``kbvqa.rewards``;
-   gamma = 1, delta = 0.2);
-3. group-normalised advantages (Eq. 8, ``grpo_loss.group_advantages``);
+2. score each completion with every reward function; R = sum_k w_k R_k;
+3. group-normalised advantages (ReAG Eq. 8, ``grpo_loss.group_advantages``);
 4. old log-probs of the sampled tokens under the sampling policy, detached (Eq. 7's denominator);
 5. new log-probs with gradients, the clipped token loss with no KL (Eq. 6, ``grpo_loss.grpo_loss``),
    backward, gradient clipping, an optimiser step. With ``num_iterations > 1`` steps 5 repeat on
@@ -19,21 +26,20 @@ stays in eval mode, as TRL's ``disable_dropout``), one forward pass saved -- TRL
 Log-probs use the sampling temperature (TRL divides the logits by it too). The sampled token ids
 are scored as generated (with their EOS), never re-tokenised from text.
 
-Leaves out: the loss maths (``grpo_loss.py``), vLLM, reference models and KL (beta = 0), reward
-models, multi-GPU. ReAG's scale: 128 prompts x 8 completions per batch, Adam, lr 1e-6, cosine
-schedule with 150 warm-up steps, no weight decay, 48 h on 32-64 A100s.
+Leaves out: the loss maths (``grpo_loss.py``), the rewards themselves (each paper's package),
+vLLM, reference models and KL (beta = 0), reward models, multi-GPU. ReAG's scale: 128 prompts x 8
+completions per batch, Adam, lr 1e-6, cosine schedule with 150 warm-up steps, no weight decay,
+48 h on 32-64 A100s.
 """
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from kbvqa.config import seed_everything
-from kbvqa.data.schema import Query
-from kbvqa.rewards import ReAGRewardConfig, format_reward, query_gold, task_reward
 from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable
 from kbvqa.rl.grpo_loss import NORMALISATIONS, STD_KINDS, group_advantages, grpo_loss
 
@@ -54,8 +60,6 @@ class GRPOConfig:
     normalise: str = "batch"            # token average: "batch" (TRL dapo), "group" (Eq. 6), "sequence"
     advantage_eps: float = 1e-4         # Eq. 8 denominator std + eps (TRL: 1e-4)
     advantage_std: str = "unbiased"     # "unbiased" (TRL), "biased", "none" (Dr. GRPO: centre only)
-    gamma: float = 1.0                  # Eq. 9 weight of the task reward
-    delta: float = 0.2                  # Eq. 9 weight of the format reward
     max_new_tokens: int = 64            # completion length cap
     temperature: float = 1.0            # sampling temperature (TRL default 1.0)
     top_p: float = 1.0                  # nucleus sampling (1 = off)
@@ -89,11 +93,19 @@ class GRPOConfig:
             raise ValueError("GRPO samples: need temperature > 0 and 0 < top_p <= 1")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        ReAGRewardConfig(gamma=self.gamma, delta=self.delta)  # validates the weights
 
-    @property
-    def reward_config(self) -> ReAGRewardConfig:
-        return ReAGRewardConfig(gamma=self.gamma, delta=self.delta)
+
+RewardFunc = Callable[[list[str], list], list[float]]
+
+
+def _weights(reward_funcs: Mapping[str, RewardFunc], reward_weights: Mapping[str, float] | None) -> dict:
+    if not reward_funcs:
+        raise ValueError("GRPO needs at least one reward function (reward_funcs={name: fn})")
+    weights = dict(reward_weights or {})
+    unknown = set(weights) - set(reward_funcs)
+    if unknown or any(w < 0 for w in weights.values()):
+        raise ValueError(f"reward_weights must be >= 0 and name reward functions, got {weights}")
+    return {name: float(weights.get(name, 1.0)) for name in reward_funcs}
 
 
 @dataclass
@@ -101,36 +113,34 @@ class Rollouts:
     """A batch of sampled groups, flat and ordered group by group (row = prompt * G + sample)."""
 
     prompts: list                 # the prompt of each row (repeated G times)
-    queries: list[Query]          # the query of each row
+    tasks: list                   # what each row is scored against (a Query, a MOLTTask, ...)
     texts: list[str]              # decoded completions
     token_ids: list[list[int]]    # generated ids, EOS included when the model stopped
-    task_rewards: torch.Tensor    # [B*G] R_task in {0, 1}
-    format_rewards: torch.Tensor  # [B*G] R_fmt in {0, 1}
-    rewards: torch.Tensor         # [B*G] gamma * R_task + delta * R_fmt (Eq. 9)
+    rewards_by_key: dict          # name -> [B*G] tensor, one per reward function
+    rewards: torch.Tensor         # [B*G] sum_k w_k R_k
     advantages: torch.Tensor      # [B*G] Eq. 8
 
 
-def sample_groups(vlm, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig,
+def sample_groups(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig,
+                  reward_funcs: Mapping[str, RewardFunc], reward_weights: Mapping[str, float] | None = None,
                   seed: int | None = None) -> Rollouts:
     """Steps 1-3: G samples per prompt in one ``generate`` call, their rewards and advantages."""
-    if len(prompts) != len(queries) or not prompts:
-        raise ValueError(f"need one query per prompt and at least one prompt, got {len(prompts)} "
-                         f"prompts and {len(queries)} queries")
+    if len(prompts) != len(tasks) or not prompts:
+        raise ValueError(f"need one task per prompt and at least one prompt, got {len(prompts)} "
+                         f"prompts and {len(tasks)} tasks")
+    weights = _weights(reward_funcs, reward_weights)
     g = config.group_size
     gen = vlm.generate(list(prompts), n=g, max_new_tokens=config.max_new_tokens,
                        temperature=config.temperature, top_p=config.top_p, seed=seed,
                        batch_size=len(prompts), details=True)
     texts = [t for row in gen.texts for t in row]
     ids = [list(i) for row in gen.token_ids for i in row]
-    flat_queries = [q for q in queries for _ in range(g)]
-    reward_cfg = config.reward_config
-    task = torch.tensor([task_reward(t, query_gold(q), q.answer_type, q.answer_range, reward_cfg)
-                         for t, q in zip(texts, flat_queries)])
-    fmt = torch.tensor([format_reward(t) for t in texts])
-    rewards = config.gamma * task + config.delta * fmt
+    flat_tasks = [q for q in tasks for _ in range(g)]
+    by_key = {name: torch.tensor([float(r) for r in fn(texts, flat_tasks)], dtype=torch.float32)
+              for name, fn in reward_funcs.items()}
+    rewards = sum(weights[name] * r for name, r in by_key.items())
     advantages = group_advantages(rewards, g, eps=config.advantage_eps, std=config.advantage_std)
-    return Rollouts([p for p in prompts for _ in range(g)], flat_queries, texts, ids, task, fmt,
-                    rewards, advantages)
+    return Rollouts([p for p in prompts for _ in range(g)], flat_tasks, texts, ids, by_key, rewards, advantages)
 
 
 @dataclass
@@ -138,9 +148,8 @@ class GRPOStepStats:
     """What one optimiser step saw (means over the batch's completions)."""
 
     loss: float
-    accuracy_reward: float        # mean R_task (the paper's accuracy reward)
-    format_reward: float          # mean R_fmt
-    reward: float                 # mean R (Eq. 9)
+    rewards: dict                 # name -> mean of that reward function
+    reward: float                 # mean total reward
     zero_spread_groups: float     # share of groups whose rewards are all equal (no signal)
     completion_tokens: float      # mean sampled length
     clip_fraction: float          # share of clipped tokens (0 when on-policy)
@@ -184,21 +193,22 @@ def policy_update(vlm, optimizer, rollouts: Rollouts, config: GRPOConfig, params
     return loss_value, clip
 
 
-def grpo_step(vlm, optimizer, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig,
+def grpo_step(vlm, optimizer, prompts: Sequence, tasks: Sequence, config: GRPOConfig,
+              reward_funcs: Mapping[str, RewardFunc], reward_weights: Mapping[str, float] | None = None,
               params=None, seed: int | None = None) -> GRPOStepStats:
-    """One GRPO step (steps 1-5 of the module docstring) on ``prompts`` with their ``queries``.
+    """One GRPO step (steps 1-5 of the module docstring) on ``prompts`` with their ``tasks``.
 
     ``params`` are the parameters to clip (default: all trainable ones); ``seed`` fixes the samples.
     The model is left in eval mode (dropout off).
     """
     params = params if params is not None else [p for p in vlm.model.parameters() if p.requires_grad]
     vlm.model.eval()
-    rollouts = sample_groups(vlm, prompts, queries, config, seed=seed)
+    rollouts = sample_groups(vlm, prompts, tasks, config, reward_funcs, reward_weights, seed=seed)
     loss, clip = policy_update(vlm, optimizer, rollouts, config, params)
     groups = rollouts.rewards.view(-1, config.group_size)
     return GRPOStepStats(
-        loss=loss, accuracy_reward=float(rollouts.task_rewards.mean()),
-        format_reward=float(rollouts.format_rewards.mean()), reward=float(rollouts.rewards.mean()),
+        loss=loss, rewards={name: float(r.mean()) for name, r in rollouts.rewards_by_key.items()},
+        reward=float(rollouts.rewards.mean()),
         zero_spread_groups=float((groups == groups[:, :1]).all(dim=1).float().mean()),
         completion_tokens=sum(len(i) for i in rollouts.token_ids) / len(rollouts.token_ids),
         clip_fraction=clip)
@@ -206,26 +216,34 @@ def grpo_step(vlm, optimizer, prompts: Sequence, queries: Sequence[Query], confi
 
 @dataclass
 class GRPOResult:
-    """Curves of ``grpo_train``, one point per step (Fig. 5 of ReAG plots the accuracy reward)."""
+    """Curves of ``grpo_train``, one point per step: one per reward function (by its name, e.g.
+    ReAG's ``accuracy_reward``, plotted in its Fig. 5), the total ``reward``, ``loss``,
+    ``zero_spread_groups``, ``completion_tokens`` and ``lr``. ``result.name`` reads a curve."""
 
-    accuracy_reward: list[float] = field(default_factory=list)
-    format_reward: list[float] = field(default_factory=list)
-    reward: list[float] = field(default_factory=list)
-    loss: list[float] = field(default_factory=list)
-    zero_spread_groups: list[float] = field(default_factory=list)
-    completion_tokens: list[float] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
+    curves: dict = field(default_factory=dict)
+
+    def __getattr__(self, name):
+        curves = self.__dict__.get("curves", {})
+        if name in curves:
+            return curves[name]
+        raise AttributeError(name)
+
+    def add(self, name: str, value: float) -> None:
+        self.curves.setdefault(name, []).append(value)
 
 
-def grpo_train(vlm, prompts: Sequence, queries: Sequence[Query], config: GRPOConfig | None = None) -> GRPOResult:
+def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | None = None,
+               reward_funcs: Mapping[str, RewardFunc] | None = None,
+               reward_weights: Mapping[str, float] | None = None) -> GRPOResult:
     """``config.steps`` GRPO steps on ``vlm`` (trained in place), each on ``prompts_per_step``
     prompts drawn from the pool (seeded reshuffles); returns the per-step curves."""
     from tqdm.auto import tqdm
 
     config = config or GRPOConfig()
-    if len(prompts) != len(queries) or not prompts:
-        raise ValueError(f"need one query per prompt and at least one prompt, got {len(prompts)} and "
-                         f"{len(queries)}")
+    if len(prompts) != len(tasks) or not prompts:
+        raise ValueError(f"need one task per prompt and at least one prompt, got {len(prompts)} and "
+                         f"{len(tasks)}")
+    _weights(reward_funcs or {}, reward_weights)
     seed_everything(config.seed)
     params = prepare_trainable(vlm, config.lora, config.freeze_vision)
     optimizer, scheduler = build_optimizer(params, config.lr, 0.0, config.warmup_steps, config.steps,
@@ -238,11 +256,12 @@ def grpo_train(vlm, prompts: Sequence, queries: Sequence[Query], config: GRPOCon
                 order = list(range(len(prompts)))
                 rng.shuffle(order)
             batch.append(order.pop())
-        result.lr.append(optimizer.param_groups[0]["lr"])
-        stats = grpo_step(vlm, optimizer, [prompts[i] for i in batch], [queries[i] for i in batch], config,
-                          params=params, seed=config.seed * 100_003 + step)
+        result.add("lr", optimizer.param_groups[0]["lr"])
+        stats = grpo_step(vlm, optimizer, [prompts[i] for i in batch], [tasks[i] for i in batch], config,
+                          reward_funcs, reward_weights, params=params, seed=config.seed * 100_003 + step)
         scheduler.step()
-        for name in ("accuracy_reward", "format_reward", "reward", "loss", "zero_spread_groups",
-                     "completion_tokens"):
-            getattr(result, name).append(getattr(stats, name))
+        for name, value in stats.rewards.items():
+            result.add(name, value)
+        for name in ("reward", "loss", "zero_spread_groups", "completion_tokens"):
+            result.add(name, getattr(stats, name))
     return result

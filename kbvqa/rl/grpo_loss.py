@@ -50,6 +50,8 @@ def group_advantages(rewards, group_size: int, eps: float = 1e-4, std: str = "un
     ``std="none"`` only centres (Dr. GRPO); ``"biased"`` divides by N instead of N - 1.
     A group with zero spread gets zero advantages. Raises ``ValueError`` on a bad group size, a
     reward count that is not a multiple of it, a negative ``eps`` or non-finite rewards.
+
+    Appendix: ReAG | Eq. 8 | tests/test_rl_grpo.py::test_advantages_match_trl_formula_and_zero_spread_is_zero | reag-eq8
     """
     if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 2:
         raise ValueError(f"group_size must be an int >= 2 (a group of one has no spread), got {group_size!r}")

@@ -20,7 +20,7 @@ Eq. 2, to be *maximised*:
   learning rate 1.41e-5, batch 8, micro-batch 1, one epoch in the paper; ``ppo_epochs`` passes over
   each batch (TRL's default 4) with the old log-probs fixed at the start of the step.
 
-Leaves out: sampling (``kbvqa.search.serts``), the evaluator's own training signal (the paper does
+Leaves out: sampling (``kbvqa.serts.search``), the evaluator's own training signal (the paper does
 not say which reward the evaluator's PPO used), value heads, reference-model KL.
 """
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Tree search over retrieval choices: UCT scores and selection, bandits, trees, RCTS, SeRTS.
+"""What RCTS and SeRTS share: UCT scores and child selection (``uct``) and its bandit background (``bandits``).
 
-This package starts with the UCT rule (``uct``) and its bandit background (``bandits``); the tree,
-backpropagation, RCTS and SeRTS modules are added by other chapters and append their exports
-here. Leaves out: model calls and rewards (``kbvqa.models``, ``kbvqa.rewards``).
+Leaves out: the searches themselves (``kbvqa.rcts.mcts_hr``, ``kbvqa.serts.search``), model calls.
 """
 from kbvqa.search.bandits import (
     UCB1,
@@ -50,23 +48,4 @@ __all__ = [
     "select_index",
     "selection_probabilities",
     "uct_score",
-]
-# Tree/backprop (tree.py), RCTS (rcts.py) and SeRTS (serts.py) exports are appended below by
-# their authors.
-from kbvqa.search.rcts import RCTSConfig, RCTSResult, RolloutRecord, SearchState, rcts_search  # noqa: E402
-from kbvqa.search.rcts_baselines import icl_random, vanilla_rag, zero_shot  # noqa: E402
-from kbvqa.search.rcts_prompts import CallCounter, MCPromptBuilder  # noqa: E402
-from kbvqa.search.tree import (  # noqa: E402
-    BACKPROP_RULES,
-    Node,
-    backprop_mean,
-    backprop_official,
-    backprop_rcts,
-    tree_to_records,
-)
-
-__all__ += [
-    "BACKPROP_RULES", "CallCounter", "MCPromptBuilder", "Node", "RCTSConfig", "RCTSResult", "RolloutRecord",
-    "SearchState", "backprop_mean", "backprop_official", "backprop_rcts", "icl_random", "rcts_search",
-    "tree_to_records", "vanilla_rag", "zero_shot",
 ]

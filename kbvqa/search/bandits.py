@@ -15,7 +15,7 @@ Policies keep a count ``N_a`` and a running mean ``Q_a`` per arm and pick an arm
 ``run_bandit`` plays one seeded episode; ``regret_curves`` averages over seeds with a tqdm bar.
 Regret is the *pseudo-regret* ``sum_t (mu* - mu_{a_t})`` (expected, so curves are smooth).
 Every run is a pure function of its seed: the environment and the policy draw from two
-independent streams spawned from it. Leaves out: trees (``kbvqa.search.tree``) and plots
+independent streams spawned from it. Leaves out: trees (``kbvqa.rcts.tree``) and plots
 (``kbvqa.viz.bandits``).
 """
 from __future__ import annotations

@@ -30,7 +30,7 @@ child, as Python's ``max`` in the official code); "sample" is the official code'
 ``random.choices(weights=uct_scores)``: probability proportional to the score. We define the
 cases that code leaves open: infinite scores share all the mass equally (the limit of the
 proportional rule), negative and ``nan`` scores get weight 0, and when no weight is positive the
-draw is uniform. Leaves out: trees, visit counting and backpropagation (``kbvqa.search.tree``).
+draw is uniform. Leaves out: trees, visit counting and backpropagation (``kbvqa.rcts.tree``).
 """
 from __future__ import annotations
 
@@ -102,6 +102,8 @@ def uct_score(q, n, n_parent, c: float = 1.0, variant: str = "paper",
     ``q``, ``n`` (child visits) and ``n_parent`` (parent visits, or one count per child) broadcast.
     Raises ``ValueError`` for ``c < 0``, negative or ``nan`` counts, a ``nan`` value, ``eps <= 0``
     or an unknown variant. Returns a float array (a 0-d array for scalar inputs).
+
+    Appendix: RCTS | App. A Eq. 11 (SeRTS Eq. 1) | tests/test_search_uct.py::test_paper_formula_by_hand | rcts-uct
     """
     q = np.asarray(q, dtype=float)
     if np.isnan(q).any():

@@ -9,7 +9,7 @@
   the best candidate (green) and the worst (red), with their scores and verdicts.
 
 Figures are closed before they are returned, so a notebook shows each once. Leaves out: building
-the KB (``kbvqa.reasoning``), accuracies and tables (``kbvqa.reasoning_kb``).
+the KB (``kbvqa.rcts.contexts``), accuracies and tables (``kbvqa.rcts.context_kb``).
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """Figures of ReAG's critic chapter: training loss, P(Yes) by passage kind, passages kept (Fig. 7),
-the threshold sweep (Fig. 8). Pure functions of the tables that ``kbvqa.critic_eval`` and
-``kbvqa.critic_train`` return; each returns a closed matplotlib Figure (shown once, as the cell's
-value) and writes nothing. Leaves out: computing any number (``kbvqa.critic_eval``).
+the threshold sweep (Fig. 8). Pure functions of the tables that ``kbvqa.reag.critic_eval`` and
+``kbvqa.reag.critic_train`` return; each returns a closed matplotlib Figure (shown once, as the cell's
+value) and writes nothing. Leaves out: computing any number (``kbvqa.reag.critic_eval``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbvqa.critic import CLI_THRESHOLD, REAG_THRESHOLD
+from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD
 
 __all__ = ["draw_critic_loss", "draw_p_yes_by_kind", "draw_passages_kept", "draw_threshold_sweep"]
 KIND_COLOURS = {"relevant": "#55a868", "hard": "#c44e52", "soft": "#dd8452"}
@@ -61,7 +61,7 @@ def draw_p_yes_by_kind(p_yes: Sequence[float], kinds: Sequence[str],
 
 def draw_passages_kept(table: Sequence[dict], paper: tuple[float, float] | None = (128.6, 5.7)):
     """Fig. 7 analogue: passages per query without the critic and after it at each threshold of
-    ``critic_eval.critic_table``, labelled with recall / specificity; ``paper``: ReAG's k = 20."""
+    ``kbvqa.reag.critic_eval.critic_table``, labelled with recall / specificity; ``paper``: ReAG's k = 20."""
     import matplotlib.pyplot as plt
 
     if not table:

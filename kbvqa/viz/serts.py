@@ -1,6 +1,6 @@
 """The SeRTS query tree as a picture: queries on the edges, rubric scores and visits on the nodes.
 
-``draw_serts_tree(result)`` draws a ``SeRTSResult`` (``kbvqa.search.serts``): each node shows its
+``draw_serts_tree(result)`` draws a ``SeRTSResult`` (``kbvqa.serts.search``): each node shows its
 0..5 score R_i (colour: red 0 -> green 5), visits N and mean backed-up value; the edge into a node
 carries its query A_i (shortened; "Q + added words" when it extends the question, "Q" when it is the
 question, a final "?" or "." ignored); "*" marks a repeated query, "?" a proposal without a proper

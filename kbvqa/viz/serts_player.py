@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 
-from kbvqa.search.serts import SeRTSNode, SeRTSResult
+from kbvqa.serts.search import SeRTSNode, SeRTSResult
 from kbvqa.viz.serts import draw_serts_tree
 from kbvqa.viz.trees_player import frame_rollouts, frames_html
 
@@ -77,7 +77,7 @@ def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: int =
 def anytime_recall(results, gold_lists, upto: int) -> float:
     """Mean recall against ``gold_lists`` of the best node's documents after at most ``upto``
     expansions of each search (a search that stopped earlier keeps its final answer)."""
-    from kbvqa.search.serts_eval import retrieval_scores
+    from kbvqa.serts.evaluate import retrieval_scores
 
     if upto < 1:
         raise ValueError(f"upto must be >= 1, got {upto}")

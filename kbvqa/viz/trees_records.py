@@ -1,6 +1,6 @@
 """Read a ``kbvqa.search`` tree export into what the tree viewer draws, at any rollout.
 
-``tree_view`` accepts the flat node records of ``kbvqa.search.tree.tree_to_records`` (a list of
+``tree_view`` accepts the flat node records of ``kbvqa.rcts.tree.tree_to_records`` (a list of
 dicts with ``node_id``, ``parent_id``, ``depth``, ``example_ids``, ``Q``, ``N``, ``rewards``,
 ``rollouts``, ``answer``, optional ``uct``), a dict holding them under ``"nodes"`` or
 ``"records"`` (plus an optional ``"config"`` with ``backprop``, ``uct`` and ``c``), a root
@@ -12,7 +12,7 @@ dicts with ``node_id``, ``parent_id``, ``depth``, ``example_ids``, ``Q``, ``N``,
 their Q and N, UCT (App. A Eq. 11, or the variant the config names) and the rewards seen so far.
 Q and N of an earlier rollout are not in the export, so they are *replayed*: a fresh tree is
 rebuilt from the node ids and the backup rule named in the config
-(``kbvqa.search.tree.BACKPROP_RULES``; the paper's Eq. 10 by default) is applied rollout by
+(``kbvqa.rcts.tree.BACKPROP_RULES``; the paper's Eq. 10 by default) is applied rollout by
 rollout. ``replayed`` is True only when that replay does not end in the recorded final values
 (then the last frame shows the recorded ones). Leaves out: drawing.
 """
@@ -70,7 +70,7 @@ def _records_of(tree_records) -> tuple[list[dict], dict]:
     if tree_records is None:
         return [], {}
     if hasattr(tree_records, "children") and hasattr(tree_records, "actions"):   # a root Node
-        from kbvqa.search.tree import tree_to_records
+        from kbvqa.rcts.tree import tree_to_records
 
         return tree_to_records(tree_records), {}
     for attr in ("tree_records", "records"):
@@ -118,7 +118,7 @@ def tree_view(tree_records) -> TreeView:
 def _replay(view: TreeView, upto: int) -> dict[str, tuple[float, int]] | None:
     """(Q, N) of every node after rollout position ``upto``, by re-running the backup rule; None
     when the rule is unknown or the records cannot be rebuilt."""
-    from kbvqa.search.tree import BACKPROP_RULES, Node
+    from kbvqa.rcts.tree import BACKPROP_RULES, Node
 
     rule = BACKPROP_RULES.get(view.backprop)
     if rule is None:

@@ -1,0 +1,107 @@
+"""What every experiment shares: provenance, one run-file format, the command line and results files.
+
+Provenance: ``git_commit()`` (the one place the book asks git), ``model_fingerprint(vlm)`` (the cpu
+checkpoint's SHA-256 prefix or a hub id) and ``provenance(seed, vlm, **extra)`` (commit, seed, date,
+machine, model), stored in every results file. The run format: ``runs/<row>.jsonl``, a header line
+with the row's ``fingerprint`` then one JSON record per query (``read_run`` reads one back).
+
+``resumable_parser`` gives the options every resumable experiment takes (first ``--limit`` queries,
+a subset of its named rows, ``--seed``, ``--threads``, ``--out``, ``--fresh`` to rerun finished
+rows); ``write_json_and_csv`` writes ``results.json`` (everything, for the chapters) and
+``results.csv`` (one line per row, for a spreadsheet); ``resumed_run`` reads back a row's records
+when a previous run already finished it. Leaves out: what each experiment runs (its runner).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import hashlib
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+from kbvqa.config import DATA_DIR, REPO_ROOT
+
+
+def resumable_parser(description: str, rows_flag: str, row_names, limit: int, limit_help: str,
+                     out: Path, what: str = "rows") -> argparse.ArgumentParser:
+    """An ``ArgumentParser`` with the options of a resumable experiment; ``rows_flag`` names the
+    option that picks a subset of ``row_names`` (``--rows``, ``--rungs``)."""
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=limit, help=limit_help)
+    parser.add_argument(rows_flag, nargs="+", default=None, help=f"some of {list(row_names)}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--fresh", action="store_true", help=f"rerun {what} that already have records")
+    return parser
+
+
+def write_json_and_csv(out, results: dict, header: list[str], lines) -> None:
+    """``results.json`` (the whole ``results``) and ``results.csv`` (``header`` then ``lines``)
+    under ``out``, created if missing."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(lines)
+
+
+def resumed_run(path, fingerprint: str, ids: list[str], fresh: bool = False):
+    """``(header, records)`` of a finished row in ``path`` (a ``runs/<row>.jsonl``) when it was run
+    with this ``fingerprint`` on at least the queries ``ids`` (records cut to them), else ``None``:
+    a changed setting, a shorter run or ``fresh`` means the row runs again."""
+    if fresh:
+        return None
+    header, records = read_run(Path(path))
+    if not header or header.get("fingerprint") != fingerprint or [r["id"] for r in records][:len(ids)] != ids:
+        return None
+    return header, records[:len(ids)]
+
+
+def git_commit(dirty_paths=()) -> str:
+    """HEAD's commit ("unknown" outside a git checkout), with ``-dirty`` when one of ``dirty_paths``
+    (paths relative to the repository) has uncommitted changes."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20).stdout.strip()
+    try:
+        dirty = git("status", "--porcelain", "--", *dirty_paths) if dirty_paths else ""
+        return (git("rev-parse", "HEAD") or "unknown") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def model_fingerprint(vlm=None) -> str:
+    """The cpu checkpoint's SHA-256 (first 16 hex digits) or the hub id of a loaded hub model."""
+    weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
+    name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
+    if name and "tiny_vlm" not in str(name):
+        return str(name)
+    if not weights.exists():
+        return "unknown"
+    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+
+
+def provenance(seed: int, vlm=None, **extra) -> dict:
+    import torch
+
+    return {"git_commit": git_commit(), "seed": seed,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                        "torch": torch.__version__, "threads": torch.get_num_threads()},
+            "model": model_fingerprint(vlm), **extra}
+
+
+def read_run(path: Path) -> tuple[dict | None, list[dict]]:
+    """(header, records) of a ``runs/<run>.jsonl`` file; (None, []) when it does not exist."""
+    if not Path(path).exists():
+        return None, []
+    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    if not lines or "fingerprint" not in lines[0]:
+        return None, []
+    return lines[0], lines[1:]

@@ -1,0 +1,34 @@
+"""MOLT: candidates from coarse + fused retrieval, then a one-pass weak-to-strong ladder tournament.
+
+Modules: ``candidates`` (§3.1, App. A, Eq. 3-5 / 12-15), ``ladder`` (Eq. 6-7: schedules and the
+three reranking prompts), ``run`` (one-pass, iterative, one-shot, with costs), ``sft`` (§3.2.1),
+``rewards`` (Eq. 8-11, App. D), ``grpo`` (the tasks GRPO trains on; the trainer is
+``kbvqa.rl.grpo_train`` with ``molt_grpo_rewards()``), ``analysis`` (recall curves, a perfect
+comparator, the schedule's exact effect), ``results`` (Tab. 5/6 analogues), ``paper`` (every
+number we quote from the paper). Inside this package "Eq. 9" means MOLT Eq. 9.
+"""
+from kbvqa.molt.candidates import CandidateConfig, CandidatePipeline, CandidateSet
+from kbvqa.molt.grpo import MOLTTask, tasks_from_examples
+from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, one_shot_prompt, pairwise_prompt, student_prompt
+from kbvqa.molt.rewards import MOLTRewardConfig, molt_grpo_rewards, molt_reward
+from kbvqa.molt.run import run_iterative, run_one_pass, run_one_shot
+from kbvqa.molt.sft import SFTDataConfig, build_sft_example, build_sft_set
+
+__all__ = ["ORDERS", "Candidate", "CandidateConfig", "CandidatePipeline", "CandidateSet", "MOLTRewardConfig",
+           "MOLTTask", "SFTDataConfig", "build_sft_example", "build_sft_set", "ladder_schedule", "molt_grpo_rewards",
+           "molt_reward", "one_shot_prompt", "pairwise_prompt", "run_iterative", "run_one_pass", "run_one_shot",
+           "student_prompt", "tasks_from_examples"]
+
+# What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
+from kbvqa.molt.analysis import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played  # noqa: E402
+from kbvqa.molt.candidates import format_wiki, ground_crop, model_extractor, model_grounder, oracle_extractor  # noqa: E402
+from kbvqa.molt.paper import PAPER_RECALL  # noqa: E402
+from kbvqa.molt.results import draw_reward_curves, live_agreement, load_records, load_results, summarise_row, tab5, tab6  # noqa: E402
+from kbvqa.molt.rewards import chain_validity, difficulty_table  # noqa: E402
+from kbvqa.molt.run import VisionCounter, transcript_text  # noqa: E402
+from kbvqa.molt.sft import oracle_teacher  # noqa: E402
+
+__all__ += ["ComparatorVLM", "PAPER_RECALL", "VisionCounter", "chain_validity", "difficulty_table",
+            "draw_reward_curves", "format_wiki", "gold_ranks", "ground_crop", "ladder_survival", "live_agreement",
+            "load_records", "load_results", "model_extractor", "model_grounder", "oracle_extractor", "oracle_teacher",
+            "recall_curves", "rounds_played", "summarise_row", "tab5", "tab6", "transcript_text"]

@@ -1,0 +1,159 @@
+"""Small helpers of the MOLT chapters 25-26: recall curves, a comparator posing as a model, and the
+exact effect of the schedule on a noisy comparator.
+
+- ``PAPER_RECALL``: MOLT Tab. 2 (E-VQA) and Tab. 3 (InfoSeek), R@1/5/10/20 in %, the rows the
+  chapters set next to ours ("Ours (Doc sel.)" = the candidate pipeline, "Ours (+MOLT)" = after the
+  tournament, OMGM the strongest baseline).
+- ``recall_curves(queries, sets, ks)``: Recall@K of the gold document (hit@K: a toy query has one
+  gold page) after the coarse stage (Eq. 12) and after the fusion stage (Eq. 13), and of the gold
+  passage among the extracted passages, from ``CandidateSet``s whose fused list was kept long
+  (``CandidateConfig(n=k)``), so every K <= n can be read off one run.
+- ``gold_ranks(queries, sets)``: the 1-based rank of the gold page per query and stage (None: missed).
+- ``ComparatorVLM(candidates, compare)``: anything with ``compare(first, second) -> (winner id,
+  think)`` (e.g. ``kbvqa.molt.sft.oracle_teacher``) behind the ``generate`` interface, so that the
+  package's ``run_one_pass`` / ``run_iterative`` / ``run_one_shot`` can be driven by a perfect
+  comparator: it reads the candidate ids (Tables 12/14) or paragraphs (Table 17) from each prompt
+  and answers in that prompt's format (the one-pass answer plays Eq. 6-7 over the listed ids).
+- ``rounds_played(schedule, gold)`` and ``ladder_survival(rank_probs, eps, order)``: how many
+  comparisons the ground truth must win under a schedule, and the exact probability that it is the
+  final evidence when every comparison it plays goes wrong with probability ``eps`` (the toy model
+  of §3.1's "error accumulation" argument for weak-to-strong).
+
+Leaves out: running the pipeline (``kbvqa.molt.candidates``), the full-split experiment
+(``kbvqa.experiments.molt_candidates``), rewards and training.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, listing_order
+from kbvqa.molt.run import transcript_text
+from kbvqa.parsers import TournamentRound
+
+__all__ = ["ComparatorVLM", "gold_ranks", "ladder_survival", "recall_curves", "rounds_played"]
+
+STAGES = ("coarse", "fused", "passage")
+
+
+def _check_ks(ks: Sequence[int]) -> list[int]:
+    ks = list(ks)
+    if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
+        raise ValueError(f"ks must be positive ints, got {ks}")
+    return ks
+
+
+def gold_ranks(queries: Sequence, sets: Sequence) -> dict[str, list[int | None]]:
+    """1-based rank of the gold page per query after the coarse and fusion stages, and of the gold
+    passage among the candidates (None when it is missing)."""
+    if len(queries) != len(sets):
+        raise ValueError(f"{len(queries)} queries but {len(sets)} candidate sets")
+
+    def rank(ids, gold):
+        return next((i + 1 for i, d in enumerate(ids) if d in gold), None)
+
+    out = {stage: [] for stage in STAGES}
+    for q, s in zip(queries, sets):
+        gold_docs, gold_passages = set(q.gold_doc_ids), set(q.evidence_ids)
+        out["coarse"].append(rank([d for d, _ in s.coarse], gold_docs))
+        out["fused"].append(rank([d for d, _ in s.fused], gold_docs))
+        out["passage"].append(rank([c.passage_id for c in s.candidates], gold_passages))
+    return out
+
+
+def recall_curves(queries: Sequence, sets: Sequence, ks: Sequence[int] = (1, 5, 10, 20)) -> dict[str, list[float]]:
+    """Recall@K per stage (``STAGES``) for each K in ``ks``: the share of queries whose gold is
+    within the stage's first K. A K longer than a stage's list counts the whole list."""
+    ks = _check_ks(ks)
+    ranks = gold_ranks(queries, sets)
+    n = max(1, len(queries))
+    return {stage: [sum(r is not None and r <= k for r in ranks[stage]) / n for k in ks] for stage in STAGES}
+
+
+# ------------------------------------------------------------------------------ comparator model
+_LISTED_ID = re.compile(r"\[([^\]\n]+)\] Image:")
+_ONE_SHOT = re.compile(r"^\s*([1-5])\) Image:", re.MULTILINE)
+_PARAGRAPH = re.compile(r"Paragraph: (.*)")
+
+
+def _chat_text(chat) -> str:
+    return "\n".join(p.get("text", "") for m in chat for p in m["content"] if p["type"] == "text")
+
+
+class ComparatorVLM:
+    """A stand-in model that answers MOLT's three prompts with ``compare`` (see the module doc).
+
+    ``calls`` counts generate calls, ``comparisons`` the comparator's decisions."""
+
+    def __init__(self, candidates: Sequence[Candidate], compare: Callable[[Candidate, Candidate], tuple[str, str]]):
+        self.by_id = {c.id: c for c in candidates}
+        self.by_text = {c.text: c for c in candidates}
+        self.compare, self.calls, self.comparisons = compare, 0, 0
+
+    def _select(self, first: Candidate, second: Candidate) -> tuple[str, str]:
+        self.comparisons += 1
+        winner, think = self.compare(first, second)
+        return (winner if winner in (first.id, second.id) else first.id), think
+
+    def _ladder(self, schedule: Sequence[str]) -> tuple[list[TournamentRound], str]:
+        """Eq. 6-7: w_1 = schedule[0]; w_{t+1} = Select(w_t, schedule[t])."""
+        rounds, winner = [], schedule[0]
+        for challenger in schedule[1:]:
+            new, think = self._select(self.by_id[winner], self.by_id[challenger])
+            rounds.append(TournamentRound((winner, challenger), think, new, True))
+            winner = new
+        return rounds, winner
+
+    def _answer(self, chat) -> str:
+        text = _chat_text(chat)
+        if _ONE_SHOT.search(text):                          # Table 17: answer a position 1-5
+            listed = [self.by_text.get(p.strip()) for p in _PARAGRAPH.findall(text)]
+            if not listed or any(c is None for c in listed):
+                return ""
+            _, best = self._ladder(listing_order([c.id for c in listed]))
+            return str(1 + [c.id for c in listed].index(best))
+        ids = [i for i in _LISTED_ID.findall(text) if i in self.by_id]
+        if len(ids) < 2:
+            return ""
+        if "<evidence>" in text:                            # Table 14: the whole ladder, one pass
+            rounds, best = self._ladder(listing_order(ids))
+            return transcript_text(rounds, best)
+        winner, think = self._select(self.by_id[ids[0]], self.by_id[ids[1]])   # Table 12: one pair
+        return f"<think>{think}</think><winner>[{winner}]</winner>"
+
+    def generate(self, prompts, n: int = 1, **_) -> list[list[str]]:
+        self.calls += 1
+        return [[self._answer(chat)] * n for chat in prompts]
+
+
+# ------------------------------------------------------------------------------ schedules
+def rounds_played(schedule: Sequence[str], gold: str) -> int:
+    """Comparisons the ground truth must win to be the final evidence: N - 1 for the seed
+    (schedule[0]), else N - p for the challenger of round p (it defends every later round)."""
+    schedule = [str(s) for s in schedule]
+    if len(schedule) < 2:
+        raise ValueError(f"a ladder tournament needs N >= 2 candidates, got {len(schedule)}")
+    if str(gold) not in schedule:
+        raise ValueError(f"gold id {gold!r} is not in the schedule {schedule}")
+    position = schedule.index(str(gold))
+    return len(schedule) - 1 if position == 0 else len(schedule) - position
+
+
+def ladder_survival(rank_probs: Sequence[float], eps: float, order: str = "weak_to_strong") -> float:
+    """P(the final evidence is the ground truth) when the ground truth sits at retrieval rank r
+    (1 = strongest) with probability ``rank_probs[r - 1]`` (their sum may be < 1: the gold missed
+    the top N) and loses each comparison it plays with probability ``eps``. ``"random"`` averages
+    over the N positions a uniformly shuffled gold can take (exact)."""
+    n = len(rank_probs)
+    if n < 2:
+        raise ValueError(f"a ladder tournament needs N >= 2 candidates, got {n}")
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"eps must be in [0, 1], got {eps}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    ids = [str(r) for r in range(1, n + 1)]                 # "1" strongest ... "n" weakest
+    if order == "random":
+        per_position = [(1 - eps) ** (n - 1 if p == 0 else n - p) for p in range(n)]
+        return sum(rank_probs) * sum(per_position) / n
+    schedule = ladder_schedule(ids, order)
+    return sum(p * (1 - eps) ** rounds_played(schedule, gold) for p, gold in zip(rank_probs, ids))

@@ -1,0 +1,48 @@
+"""ReAG: multi-level retrieval, a critic that filters passages by P(Yes), and SFT + GRPO of the generator.
+
+Modules: ``critic`` (§3.2, Eq. 4), ``kbvqa.reag.critic_train`` / ``kbvqa.reag.critic_eval`` (supp. A, Tab. 6, Fig. 7),
+``cold_start`` and ``traces`` (§3.3, supp. D: cold-start data and teacher traces), ``rewards``
+(Eq. 9 on the judge of supp. B, ``kbvqa.metrics.answers``), ``results`` (the ablation ladder,
+Tab. 4), ``paper`` (every number we quote from the paper). Retrieval is shared
+(``kbvqa.retrieval.multilevel``), and so are the trainers (``kbvqa.rl``: ReAG passes
+``reag_grpo_rewards()`` to ``grpo_train``).
+"""
+from kbvqa.reag.cold_start import cold_start_example, cold_start_examples, cold_start_trace
+from kbvqa.reag.critic import Critic, CriticConfig, critic_prompt, generator_prompt, keep_passages
+from kbvqa.reag.rewards import format_reward, reag_grpo_rewards, reag_reward, reag_rewards, task_reward
+from kbvqa.reag.traces import grpo_prompts, load_trace_writer, relevance_eval, trace_writer_prompt, write_traces
+
+__all__ = ["Critic", "CriticConfig", "cold_start_example", "cold_start_examples", "cold_start_trace",
+           "critic_prompt", "format_reward", "generator_prompt", "grpo_prompts", "keep_passages",
+           "load_trace_writer", "reag_grpo_rewards", "reag_reward", "reag_rewards", "relevance_eval", "task_reward",
+           "trace_writer_prompt", "write_traces"]
+
+# What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
+from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD  # noqa: E402
+from kbvqa.reag.critic_eval import (  # noqa: E402
+           critic_items,
+           critic_table,
+           generator_judge,
+           heldout_critic_items,
+           labels_of,
+           threshold_sweep,
+)
+from kbvqa.reag.critic_train import CriticTrainConfig, critic_training_examples, train_critic  # noqa: E402
+from kbvqa.reag.paper import PAPER, paper_rows  # noqa: E402
+from kbvqa.reag.results import (  # noqa: E402
+           CHEAP_RUNGS,
+           RESULTS_DIR,
+           RUNGS,
+           draw_ladder,
+           live_agreement,
+           load_records,
+           load_results,
+           summarise,
+           table_rows,
+)
+from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
+
+__all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
+            "cold_start_examples_for", "critic_items", "critic_table", "critic_training_examples", "draw_ladder",
+            "generator_judge", "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
+            "paper_rows", "summarise", "table_rows", "threshold_sweep", "train_critic"]

@@ -1,0 +1,145 @@
+"""Evaluating ReAG's critic: recall and specificity (Tab. 6), passages kept (Fig. 7, "128.6 -> 5.7"),
+the threshold sweep (Fig. 8) and the P(Yes) separation of relevant, hard and soft passages.
+
+- ``critic_items(world, n, k)``: what the critic sees in the pipeline: for the first ``n`` test
+  queries, every passage of the top-``k`` pages of coarse retrieval (``multilevel``), or of a given
+  retriever. A passage is relevant when its id is in ``query.evidence_ids``.
+- ``heldout_critic_items(world, n)``: balanced labelled pairs from the TEST split, built like the
+  training data (evidence / hard / soft negatives), for a training-independent check.
+- ``filtering_stats(items, scores, threshold)``: passage-level recall (relevant kept / relevant),
+  specificity (irrelevant dropped / irrelevant), precision, passages per query before/after, the
+  share of queries whose evidence survives, the share with every passage filtered (j = 0).
+- ``critic_table(items, scores, thresholds)``: a "no critic" row and one row per threshold.
+- ``threshold_sweep(items, scores, thresholds, judge)``: the same per threshold and, given a
+  ``judge``, the generator's accuracy on the kept passages (Fig. 8). A judge maps a list of
+  ``(query, kept passages)`` to one bool each; the sweep asks it once, for the distinct kept sets
+  only (many thresholds keep the same passages). ``generator_judge(vlm)`` builds one from a VLM.
+
+Leaves out: scoring (``critic.Critic``), training (``kbvqa.reag.critic_train``), plots (``kbvqa.viz.critic``).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
+
+__all__ = ["critic_items", "critic_table", "filtering_stats", "generator_judge", "heldout_critic_items",
+           "labels_of", "threshold_sweep"]
+SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def critic_items(world, n: int | None = 50, k: int = 3, retriever=None, split: str = "kbvqa_test") -> list[tuple]:
+    """``(query, passages)`` for the first ``n`` queries: every passage of the top-``k`` pages that
+    ``retriever`` (default: coarse ``MultilevelRetriever`` over ``world.documents``) returns."""
+    from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
+
+    queries = list(getattr(world, split))[:n]
+    retriever = retriever or MultilevelRetriever(world.documents, config=MultilevelConfig(k=k, use_fine=False))
+    results = retriever.retrieve(queries)
+    return [(q, [p.passage for p in r.passages]) for q, r in zip(queries, results)]
+
+
+def heldout_critic_items(world, n: int = 100, seed: int = 0, hard_rate: float = 0.7,
+                         split: str = "kbvqa_test") -> tuple[list[tuple], list[str]]:
+    """(items, kinds): ``(query, [passage])`` pairs from the test split, the evidence for even i
+    (kind "relevant"), a negative for odd i (kind "hard" with probability ``hard_rate``, else "soft")."""
+    from kbvqa.prompts.formats import critic_negative
+
+    queries, rng, items, kinds = list(getattr(world, split)), random.Random(f"critic-eval:{seed}"), [], []
+    for i in range(n):
+        q = queries[(i // 2) % len(queries)]
+        passage, kind = ((world.passage(q.evidence_ids[0]), "relevant") if i % 2 == 0
+                         else critic_negative(world, q, rng, hard_rate))
+        items.append((q, [passage]))
+        kinds.append(kind)
+    return items, kinds
+
+
+def labels_of(items: Sequence[tuple]) -> list[list[bool]]:
+    """Relevance of every passage: its id is one of the query's ``evidence_ids``."""
+    return [[passage_id(p) in set(q.evidence_ids) for p in passages] for q, passages in items]
+
+
+def _check(items, scores):
+    if len(items) != len(scores) or any(len(p) != len(s) for (_, p), s in zip(items, scores)):
+        raise ValueError("scores must hold one P(Yes) per passage of every item")
+
+
+def _ratio(num: float, den: float) -> float:
+    return round(num / den, 4) if den else float("nan")
+
+
+def filtering_stats(items: Sequence[tuple], scores: Sequence[Sequence[float]], threshold: float | None) -> dict:
+    """Passage-level filtering statistics at ``threshold`` (``None``: no critic, keep everything)."""
+    _check(items, scores)
+    t = None if threshold is None else check_threshold(threshold)
+    tp = fn = tn = fp = kept_total = all_filtered = evidence_queries = evidence_kept = 0
+    for labels, row in zip(labels_of(items), scores):
+        keep = [True] * len(row) if t is None else [s > t for s in row]
+        tp += sum(k and y for k, y in zip(keep, labels))
+        fn += sum(not k and y for k, y in zip(keep, labels))
+        fp += sum(k and not y for k, y in zip(keep, labels))
+        tn += sum(not k and not y for k, y in zip(keep, labels))
+        kept_total += sum(keep)
+        all_filtered += not any(keep)
+        if any(labels):
+            evidence_queries += 1
+            evidence_kept += any(k and y for k, y in zip(keep, labels))
+    n = len(items)
+    return {"threshold": t, "recall": _ratio(tp, tp + fn), "specificity": _ratio(tn, tn + fp),
+            "precision": _ratio(tp, tp + fp), "accuracy": _ratio(tp + tn, tp + tn + fp + fn),
+            "passages_before": _ratio(sum(len(p) for _, p in items), n), "passages_after": _ratio(kept_total, n),
+            "evidence_kept": _ratio(evidence_kept, evidence_queries), "all_filtered": _ratio(all_filtered, n),
+            "relevant": tp + fn, "irrelevant": tn + fp}
+
+
+def critic_table(items: Sequence[tuple], scores: Sequence[Sequence[float]],
+                 thresholds: Sequence[float] = (REAG_THRESHOLD, CLI_THRESHOLD)) -> list[dict]:
+    """Tab. 6 / Fig. 7 analogue: a "no critic" row, then one row per threshold."""
+    return [filtering_stats(items, scores, None)] + [filtering_stats(items, scores, t) for t in thresholds]
+
+
+def threshold_sweep(items: Sequence[tuple], scores: Sequence[Sequence[float]], thresholds: Sequence[float] = SWEEP,
+                    judge: Callable[[list[tuple]], Sequence[bool]] | None = None) -> list[dict]:
+    """Fig. 8 analogue: ``filtering_stats`` per threshold plus, with a ``judge``, ``answer_accuracy``
+    (the share of queries answered right from the kept passages) and ``judged`` (distinct kept
+    sets the judge saw in total)."""
+    _check(items, scores)
+    rows = [filtering_stats(items, scores, t) for t in thresholds]
+    if judge is None:
+        return rows
+    kept = {t: [tuple(i for i, s in enumerate(row) if s > t) for row in scores] for t in thresholds}
+    distinct = sorted({(qi, ks) for t in thresholds for qi, ks in enumerate(kept[t])})
+    verdicts = list(judge([(items[qi][0], [items[qi][1][i] for i in ks]) for qi, ks in distinct]))
+    if len(verdicts) != len(distinct):
+        raise ValueError(f"the judge returned {len(verdicts)} verdicts for {len(distinct)} inputs")
+    right = dict(zip(distinct, verdicts))
+    for row, t in zip(rows, thresholds):
+        row["answer_accuracy"] = _ratio(sum(bool(right[(qi, ks)]) for qi, ks in enumerate(kept[t])), len(items))
+        row["judged"] = len(distinct)
+    return rows
+
+
+def generator_judge(vlm, short: bool = True, image_size: int | None = 56, max_new_tokens: int = 48,
+                    batch_size: int = 16) -> Callable[[list[tuple]], list[bool]]:
+    """A judge for ``threshold_sweep``: ``vlm`` answers ReAG's generator prompt greedily (no
+    passage -> question and image alone) and ``rewards.task_reward`` scores its answer (the answer
+    extraction chain of supp. B; multi-answer sets as in ``rewards.query_gold``)."""
+    from kbvqa.metrics.answers import query_gold
+    from kbvqa.reag.rewards import task_reward
+
+    def judge(pairs: list[tuple]) -> list[bool]:
+        if not pairs:
+            return []
+        prompts = [generator_prompt(q, kept, short=short, image_size=image_size) for q, kept in pairs]
+        outs = vlm.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=0, batch_size=batch_size)
+        verdicts = []
+        for (q, _), out in zip(pairs, outs):
+            try:
+                verdicts.append(task_reward(out[0], query_gold(q), q.answer_type, q.answer_range) > 0)
+            except ValueError:   # no usable gold: wrong
+                verdicts.append(False)
+        return verdicts
+
+    return judge

@@ -1,0 +1,167 @@
+"""Training data for ReAG's critic and its fine-tuning (§3.2, supp. A "Critic Model and Dataset").
+
+ReAG fine-tunes Qwen2.5-VL-3B with next-token prediction on 1M tuples (I_q, q, p, y), y in
+{Yes, No}, from ReflectiVA's data; negatives are 30 % *soft* ("semantically related but
+unhelpful") and 70 % *hard* ("high similarity to the relevant ones"). On the toy world:
+
+- ``critic_training_examples(world, n, config)``: tuples from the TRAIN split only
+  (``kbvqa_train``): the evidence passage -> "Yes" (``positive_rate``), else a negative -> "No",
+  hard with probability ``hard_rate`` (the same section of a look-alike's page) or soft (another
+  section of the right page, or a random page), by ``kbvqa.prompts.formats.critic_negative``; prompts by
+  ``kbvqa.prompts.formats.critic_example`` (the rendering the tiny model was pretrained with). Example i
+  depends only on ``(seed, i)``.
+- ``train_critic(vlm, config)``: fine-tunes a *copy* of ``vlm`` (the caller's model is untouched),
+  fully or with LoRA adapters (``config.lora``); AdamW with a linear warm-up, from ``kbvqa.rl``'s
+  ``prepare_trainable`` / ``build_optimizer`` (as SFT and GRPO), seeded, tqdm progress. Returns the critic
+  VLM and its loss curve.
+- ``critic_loss(vlm, prompts, labels)``: next-token prediction on the answer (the paper's
+  objective) = the cross-entropy, over the whole vocabulary, of the one token "Yes"/"No" right
+  after the generation prompt, the token ``p_yes`` reads. It equals ``training_batch``'s loss for
+  one-token answers but runs the output layer on one position per prompt (about 2x faster here).
+
+Leaves out: scoring and filtering (``critic.py``), evaluation (``kbvqa.reag.critic_eval``).
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass
+
+from kbvqa.rl.common import build_optimizer, prepare_trainable
+
+__all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
+
+
+@dataclass(frozen=True)
+class CriticTrainConfig:
+    steps: int = 150                 # optimiser steps
+    batch_size: int = 16             # examples per step
+    lr: float = 5e-4                 # AdamW learning rate (constant after a short warm-up)
+    warmup_steps: int = 10           # linear warm-up
+    weight_decay: float = 0.0
+    positive_rate: float = 0.5       # share of "Yes" examples
+    hard_rate: float = 0.7           # share of hard negatives among "No" (ReAG: 70 % hard, 30 % soft)
+    seed: int = 0                    # examples, initialisation of adapters, dropout
+    lora: dict | None = None         # e.g. {"r": 8, "alpha": 16}: LoRA adapters only; None: all weights
+    short_prompts: bool = True       # the cpu-profile critic prompt (as pretrained); False: the paper's
+    image_size: int | None = 56      # px side of the query image (the tiny model's 56)
+    threads: int = 1                 # torch threads (the book's machines share 2 cores)
+    log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "threads", "log_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not self.lr > 0 or self.weight_decay < 0 or self.warmup_steps < 0:
+            raise ValueError(f"need lr > 0, weight_decay >= 0, warmup_steps >= 0; got {self}")
+        for name in ("positive_rate", "hard_rate"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        if self.lora is not None and not isinstance(self.lora, dict):
+            raise ValueError(f"lora must be None or a dict of add_lora arguments, got {self.lora!r}")
+
+
+def _task_config(config: CriticTrainConfig):
+    """The ``kbvqa.prompts.formats`` knobs the critic examples read (image size, prompt rendering)."""
+    from kbvqa.models.pretrain_mix import PretrainMixConfig
+
+    return PretrainMixConfig(seed=config.seed, image_size=config.image_size, short_prompts=config.short_prompts,
+                             critic_positive_rate=config.positive_rate, critic_hard_rate=config.hard_rate)
+
+
+def critic_training_examples(world, n: int, config: CriticTrainConfig | None = None, start: int = 0,
+                             split: str = "kbvqa_train") -> list:
+    """Examples ``start .. start + n - 1`` of the seeded critic stream (``kbvqa.prompts.formats.Example``;
+    ``completion`` is "Yes"/"No", ``meta["negative_kind"]`` is "", "hard" or "soft")."""
+    from kbvqa.prompts.formats import critic_example, critic_negative
+
+    config = config or CriticTrainConfig()
+    if n < 0 or start < 0:
+        raise ValueError(f"n and start must be >= 0, got n={n}, start={start}")
+    queries = list(getattr(world, split))
+    if not queries:
+        raise ValueError(f"world.{split} is empty")
+    cfg, out = _task_config(config), []
+    for i in range(start, start + n):
+        rng = random.Random(f"critic:{config.seed}:{i}")
+        q = rng.choice(queries)
+        if rng.random() < config.positive_rate:
+            out.append(critic_example(world, q, world.passage(q.evidence_ids[0]), "Yes", "", cfg, "critic"))
+        else:
+            passage, kind = critic_negative(world, q, rng, config.hard_rate)
+            out.append(critic_example(world, q, passage, "No", kind, cfg, "critic"))
+    return out
+
+
+def critic_loss(vlm, prompts, labels):
+    """Mean cross-entropy of the answer token (``vlm.answer_token_id(label)``) after each prompt,
+    with gradients; ``labels`` are "Yes"/"No" (any word whose first token the model has)."""
+    import torch
+    import torch.nn.functional as F
+
+    if isinstance(labels, str) or len(labels) != len(prompts) or not labels:
+        raise ValueError("labels must be a non-empty list with one label per prompt")
+    inputs = vlm.forward_inputs(vlm.encode(prompts))
+    logits = vlm.model(**inputs, logits_to_keep=1, use_cache=False).logits[:, -1].float()
+    targets = torch.tensor([vlm.answer_token_id(label) for label in labels], device=logits.device)
+    return F.cross_entropy(logits, targets)
+
+
+def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progress: bool = True):
+    """Fine-tune a copy of ``vlm`` as ReAG's critic on the toy world's training split.
+
+    Returns ``(critic_vlm, curve)``; ``curve`` holds per-step ``step``, ``loss``, ``lr``, a moving
+    average ``smoothed`` (window ``log_every``), ``seconds`` and the label mix actually drawn.
+    """
+    import torch
+
+    from kbvqa.config import seed_everything
+    from kbvqa.models.vlm import VLM
+
+    config = config or CriticTrainConfig()
+    if world is None:
+        from kbvqa.data import get_world
+
+        world = get_world(0)
+    torch.set_num_threads(config.threads)
+    seed_everything(config.seed)
+    critic = VLM.from_model(copy.deepcopy(vlm.model), vlm.processor)
+    params = prepare_trainable(critic, config.lora, freeze_vision=False)
+    optimiser, scheduler = build_optimizer(params, config.lr, config.weight_decay, config.warmup_steps,
+                                           config.steps, schedule="constant")
+    curve: dict = {"step": [], "loss": [], "lr": [], "smoothed": [], "labels": {"Yes": 0, "hard": 0, "soft": 0}}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.steps, desc="critic", leave=False)
+    critic.model.train()
+    t0 = time.perf_counter()
+    for step in range(config.steps):
+        batch = critic_training_examples(world, config.batch_size, config, start=step * config.batch_size)
+        for e in batch:
+            curve["labels"]["Yes" if e.completion == "Yes" else e.meta["negative_kind"]] += 1
+        lr = optimiser.param_groups[0]["lr"]
+        loss = critic_loss(critic, [e.prompt for e in batch], [e.completion for e in batch])
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        scheduler.step()
+        curve["step"].append(step)
+        curve["loss"].append(float(loss.item()))
+        curve["lr"].append(lr)
+        window = curve["loss"][-config.log_every:]
+        curve["smoothed"].append(sum(window) / len(window))
+        if bar is not None:
+            bar.update(1)
+            if step % config.log_every == 0 or step == config.steps - 1:
+                bar.set_postfix(loss=f"{curve['smoothed'][-1]:.3f}")
+    if bar is not None:
+        bar.close()
+    critic.model.eval()
+    curve["seconds"] = round(time.perf_counter() - t0, 1)
+    return critic, curve

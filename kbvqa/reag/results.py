@@ -1,0 +1,208 @@
+"""Tables and figure of ReAG's ablation ladder: per-query records -> accuracies next to Tab. 4.
+
+- ``PAPER_TAB4``: ReAG Tab. 4 transcribed (accuracy in %, k = 20): each row's seven component
+  flags (coarse, fine, critic, SFT, reasoning, traces, RL, in the printed column order), the
+  generator, E-VQA single-hop and InfoSeek unseen-question / unseen-entity / all.
+- ``PAPER_ROW_OF``: our rung -> the Qwen2.5-VL-3B row it corresponds to. Our "+ SFT" is the row
+  with SFT alone (37.5), "+ traces" the row with SFT + reasoning (41.3), "+ RL" the full ReAG row
+  (43.3). The paper's row "SFT + RL without reasoning" (39.6) has no rung here.
+- ``summarise(records)``: one row per rung: n, accuracy with its Wilson interval
+  (``kbvqa.metrics.intervals.wilson_interval``), accuracy by question type, the paired bootstrap against the
+  previous rung (same queries), mean passages read, evidence-in-context rate, all-filtered rate,
+  format reward, and the paper's numbers; ``diagnostics``: the same for the oracle rungs (each
+  generator with the evidence passage alone, not in the paper). ``write_results`` / ``load_results`` (JSON + CSV),
+  ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``draw_ladder`` (figure).
+- ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
+  committed records of the same queries (``kbvqa.metrics.intervals.check_agreement``, ``same_answers``).
+
+Leaves out: running the rungs (``reag_ladder``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbvqa.config import DATA_DIR
+from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
+from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
+
+
+def _mean(values) -> float | None:
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def summarise(records: dict[str, list[dict]], **extra) -> dict:
+    """The ladder table from ``{rung: records}`` (rungs in ladder order). All rungs are cut to the
+    queries every rung answered, so the rows compare pairwise. ``extra`` (config, training,
+    provenance) is stored as is."""
+    from kbvqa.reag.results import ORACLE_RUNGS, RUNG_BY_NAME, RUNGS
+
+    names = [r.name for r in RUNGS if records.get(r.name)]
+    if not names:
+        raise ValueError("no rung has records")
+    common = set.intersection(*({r["id"] for r in records[n]} for n in names))
+    rows, previous, paper = [], None, paper_rows()
+    oracle = [r.name for r in ORACLE_RUNGS if records.get(r.name)]
+    for name in names + oracle:
+        recs = sorted((r for r in records[name] if r["id"] in common), key=lambda r: r["id"])
+        correct = [bool(r["correct"]) for r in recs]
+        k, n = sum(correct), len(correct)
+        low, high = wilson_interval(k, n)
+        types = sorted({r["answer_type"] for r in recs})
+        p = paper[PAPER_ROW_OF[name]] if name in PAPER_ROW_OF else {"evqa_single_hop": None, "infoseek_all": None}
+        row = {"rung": name, "label": RUNG_BY_NAME[name].label, "n": n, "correct": k,
+               "accuracy": round(k / n, 4) if n else None, "low": round(low, 4), "high": round(high, 4),
+               "by_type": {t: _mean(r["correct"] for r in recs if r["answer_type"] == t) for t in types},
+               "passages": _mean(r["passages"] for r in recs),
+               "evidence_in_context": _mean(r["evidence_in"] for r in recs),
+               "all_filtered": _mean(r["passages"] == 0 for r in recs) if RUNG_BY_NAME[name].critic else None,
+               "format_reward": _mean(r["format"] for r in recs),
+               "paper_evqa": p["evqa_single_hop"], "paper_infoseek": p["infoseek_all"]}
+        if name in oracle:
+            rows.append(row)
+            continue
+        if previous is not None:
+            diff = paired_bootstrap(correct, previous)
+            row["vs_previous"] = {"diff": round(diff.diff, 4), "low": round(diff.low, 4),
+                                  "high": round(diff.high, 4), "significant": diff.significant}
+        rows.append(row)
+        previous = correct
+    return {"paper_source": PAPER_SOURCE, "paper_key": PAPER_KEY, "n": len(common),
+            "rows": [r for r in rows if r["rung"] not in oracle],
+            "diagnostics": [r for r in rows if r["rung"] in oracle],
+            "paper_tab4": paper, **extra}
+
+
+def write_results(results: dict, out) -> None:
+    """``results.json`` and ``results.csv`` (one line per rung) under ``out``."""
+    from kbvqa.experiments.runs import write_json_and_csv
+
+    header = ["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "passages",
+              "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"]
+    write_json_and_csv(out, results, header, (
+        [r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"],
+         r["evidence_in_context"], r["paper_evqa"], r["paper_infoseek"]]
+        for r in results["rows"] + results.get("diagnostics", [])))
+
+
+def load_results(out=None) -> dict:
+    from kbvqa.reag.results import RESULTS_DIR
+
+    return json.loads((Path(out or RESULTS_DIR) / "results.json").read_text())
+
+
+def load_records(out=None) -> dict[str, list[dict]]:
+    """{rung: committed records} from ``out/runs/*.jsonl`` (header dropped)."""
+    from kbvqa.experiments.runs import read_run
+    from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME
+
+    runs = Path(out or RESULTS_DIR) / "runs"
+    return {name: read_run(runs / f"{name}.jsonl")[1] for name in RUNG_BY_NAME if (runs / f"{name}.jsonl").exists()}
+
+
+def table_rows(results: dict) -> list[dict]:
+    """Plain rows (ours next to the paper's) for a DataFrame."""
+    return [{"rung": r["label"], "n": r["n"], "accuracy": r["accuracy"],
+             "95% interval": f"[{r['low']:.2f}, {r['high']:.2f}]", "passages": r["passages"],
+             "evidence in context": r["evidence_in_context"],
+             "paper E-VQA": r["paper_evqa"], "paper InfoSeek": r["paper_infoseek"]} for r in results["rows"]]
+
+
+def print_table(results: dict) -> None:
+    print(f"\nReAG ablation ladder on the toy world ({results['n']} test queries) vs {results['paper_source']}")
+    print(f"{'rung':38} {'acc':>6} {'95% Wilson':>15} {'pass.':>6} {'ev.in':>6} | {'E-VQA':>6} {'InfoS.':>6}")
+    for r in results["rows"]:
+        print(f"{r['label']:38} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] {r['passages']:6.1f} "
+              f"{r['evidence_in_context']:6.2f} | {r['paper_evqa']:6.1f} {r['paper_infoseek']:6.1f}")
+    for r in results.get("diagnostics", []):
+        print(f"{'(diagnostic) ' + r['label']:38} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] "
+              f"{r['passages']:6.1f} {r['evidence_in_context']:6.2f} |")
+
+
+def draw_ladder(results: dict, title: str | None = None):
+    """Our accuracy per rung with Wilson intervals (left; the oracle diagnostics as horizontal
+    lines) next to the paper's Tab. 4 rows (E-VQA single-hop and InfoSeek all, right panel), on the
+    same 0-50 % scale, rungs in ladder order."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = results["rows"]
+    if not rows:
+        raise ValueError("results has no rows")
+    x = np.arange(len(rows))
+    acc = np.array([r["accuracy"] for r in rows]) * 100
+    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T * 100
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    ax.bar(x, acc, yerr=err, color="#4c72b0", capsize=3, label="ladder (95 % Wilson)")
+    for r, style in zip(results.get("diagnostics", []), ("--", ":", "-.")):
+        ax.axhline(r["accuracy"] * 100, color="gray", ls=style, lw=1.2, label=f"{r['label']} (diagnostic)")
+    ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, tiny VLM, n = {results['n']}",
+           ylim=(0, max(50, *(r["high"] * 100 for r in rows + results.get("diagnostics", [])))))
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    bx.plot(x, [r["paper_evqa"] for r in rows], "o-", color="#c44e52", label="E-VQA single-hop")
+    bx.plot(x, [r["paper_infoseek"] for r in rows], "s-", color="#55a868", label="InfoSeek all")
+    bx.set(ylabel="accuracy (%)", title="ReAG Tab. 4 (Qwen2.5-VL-3B)", ylim=(0, 50))
+    bx.legend(fontsize=8, frameon=False)
+    for a in (ax, bx):
+        a.set_xticks(x, [r["rung"].replace("_", "\n") for r in rows], fontsize=8)
+        a.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def live_agreement(live: dict[str, list[dict]], committed: dict[str, list[dict]]) -> list[dict]:
+    """Per rung of ``live``: the committed accuracy of the same queries, the live accuracy with its
+    Wilson interval, whether they agree within noise, and the share of identical answers."""
+    out = []
+    for name, recs in live.items():
+        by_id = {r["id"]: r for r in committed.get(name, [])}
+        missing = [r["id"] for r in recs if r["id"] not in by_id]
+        if missing or not recs:
+            raise ValueError(f"rung {name!r}: no committed record for {missing[:3] or 'any query'}")
+        ref = [by_id[r["id"]] for r in recs]
+        agreement = check_agreement([r["correct"] for r in recs], sum(r["correct"] for r in ref) / len(ref))
+        out.append({"rung": name, "n": agreement.n, "live": agreement.rate, "low": round(agreement.low, 3),
+                    "high": round(agreement.high, 3), "committed": agreement.reference, "agrees": agreement.agrees,
+                    "same_answers": same_answers([r["answer"] for r in recs], [r["answer"] for r in ref])})
+    return out
+
+
+RESULTS_DIR = DATA_DIR / "experiments" / "reag"
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str            # file and row name
+    label: str           # printed label
+    coarse: bool         # coarse retrieval (image -> pages)
+    fine: bool           # + fine retrieval (crop -> pages, merged by max)
+    critic: bool         # Eq. 4 filter
+    generator: str       # "zero_shot", "sft", "cold_start" or "rl"
+    oracle: bool = False  # diagnostic: the evidence passage alone instead of the retrieved ones
+
+
+RUNGS = (
+    Rung("no_retrieval", "no retrieval (question + image)", False, False, False, "zero_shot"),
+    Rung("coarse", "coarse retrieval", True, False, False, "zero_shot"),
+    Rung("coarse_critic", "+ critic", True, False, True, "zero_shot"),
+    Rung("fine_critic", "+ fine retrieval", True, True, True, "zero_shot"),
+    Rung("sft", "+ SFT (answer only)", True, True, True, "sft"),
+    Rung("traces", "+ traces (cold start, alpha = 0.8)", True, True, True, "cold_start"),
+    Rung("rl", "+ RL (GRPO from the cold start)", True, True, True, "rl"),
+)
+
+
+ORACLE_RUNGS = (
+    Rung("oracle_zero_shot", "evidence alone, zero-shot", False, False, False, "zero_shot", oracle=True),
+    Rung("oracle_traces", "evidence alone, cold start", False, False, False, "cold_start", oracle=True),
+    Rung("oracle_rl", "evidence alone, GRPO", False, False, False, "rl", oracle=True),
+)
+
+
+RUNG_BY_NAME = {r.name: r for r in RUNGS + ORACLE_RUNGS}
+
+
+CHEAP_RUNGS = ("no_retrieval", "coarse", "coarse_critic", "fine_critic")   # no generator training

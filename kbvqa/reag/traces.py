@@ -1,0 +1,153 @@
+"""ReAG's teacher traces (supp. D), GRPO prompts and the relevance check of chapters 22-23.
+
+- ``trace_writer_prompt``: ReAG's supplementary "reasoning traces generation" prompt
+  (``kbvqa/prompts/reag_trace*.txt``) for one (I_q, q, p, y) tuple; the two worked examples the paper
+  leaves as placeholders are filled with templated toy traces (``cold_start_trace``).
+- ``write_traces``: replace the templated trace of cold-start examples by the teacher's ``<think>``
+  (the target answer is kept: the teacher is told it). An output without a usable trace keeps the
+  template, and ``meta["trace_source"]`` says which one each example got.
+- ``load_trace_writer``: the teacher of the active profile: ``None`` in the cpu profile (no larger
+  model exists there, so the toy world's templated traces are used), the ``reag_generator``
+  checkpoint (Qwen2.5-VL-3B; ReAG used Qwen2.5-VL-7B) in the gpu profile.
+- ``grpo_prompts``: generator prompts (I_q, q, p) with the evidence passage, one per query.
+- ``stated_relevance``, ``relevance_eval``: does a generated trace say the passage is relevant, and
+  does the answer follow (gold answer with the evidence, "I don't know" with a negative passage)?
+
+Leaves out: the losses and loops (``kbvqa.rl``), the critic, the figures (``kbvqa.viz.reag``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kbvqa.data.schema import Query
+from kbvqa.parsers import parse_think_answer
+from kbvqa.prompts import render_chat
+from kbvqa.prompts.formats import UNKNOWN, Example, kbvqa_answer_text, kbvqa_prompt
+from kbvqa.reag.cold_start import cold_start_trace
+
+
+def _prompt_image(chat: list[dict]):
+    """The (lazy) image reference of a one-image chat, or ``None``."""
+    for turn in chat:
+        for part in turn.get("content", []):
+            if isinstance(part, dict) and part.get("type") == "image":
+                return part.get("image")
+    return None
+
+
+def _worked_example(world, relevant: bool) -> dict:
+    """Slots of one worked example for the trace prompt (first training query, evidence or a look-alike)."""
+    q = world.kbvqa_train[0]
+    passage = world.passage(q.evidence_ids[0])
+    if not relevant:
+        other = next(d for d in world.documents if d.id not in q.gold_doc_ids)
+        passage = other.passages[0]
+    answer = kbvqa_answer_text(q) if relevant else UNKNOWN
+    return {"question": q.question, "passage": passage.text, "answer": answer,
+            "trace": cold_start_trace(world, q, passage, relevant)}
+
+
+def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, cfg=None) -> list[dict]:
+    """ReAG supp. D's trace-generation chat for (I_q, q, p, y) with the target ``answer``."""
+    from kbvqa.models.pretrain_mix import PretrainMixConfig
+
+    cfg = cfg or PretrainMixConfig()
+    image = _prompt_image(kbvqa_prompt(world, q, [passage], "reag", cfg))
+    slots = {}
+    for k, ex in ((1, _worked_example(world, True)), (2, _worked_example(world, False))):
+        slots.update({f"example_{k}_{name}": value for name, value in ex.items()})
+    return render_chat("reag_trace", images=[image] if image is not None else [], question=q.question,
+                       relevance="Relevant" if relevant else "Irrelevant", passage=passage.text,
+                       answer=answer, **slots)
+
+
+def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: int = 256,
+                 seed: int = 0, batch_size: int = 8) -> list[Example]:
+    """Cold-start examples whose traces the ``teacher`` VLM wrote (greedy); the answers are kept.
+    ``teacher=None`` (cpu profile) keeps the templated traces."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
+    if teacher is None:
+        return [Example(e.prompt, e.completion, e.task, meta={**e.meta, "trace_source": "template"})
+                for e in examples]
+    by_id = {q.id: q for q in world.kbvqa_train}
+    chats, answers = [], []
+    for ex in examples:
+        q = by_id.get(ex.meta["query_ids"][0]) or next(q for q in world.kbvqa_test if q.id == ex.meta["query_ids"][0])
+        answer = parse_think_answer(ex.completion).answer
+        answers.append(answer)
+        chats.append(trace_writer_prompt(world, q, world.passage(ex.meta["passage_ids"][0]),
+                                         ex.meta["relevant"], answer))
+    outputs = teacher.generate(chats, n=1, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed,
+                               batch_size=batch_size) if chats else []
+    out = []
+    for ex, answer, texts in zip(examples, answers, outputs):
+        think = parse_think_answer(texts[0]).think.strip()
+        source = "teacher" if think else "template"
+        completion = f"<think>{think}</think><answer>{answer}</answer>" if think else ex.completion
+        out.append(Example(ex.prompt, completion, ex.task, meta={**ex.meta, "trace_source": source}))
+    return out
+
+
+def load_trace_writer(profile=None):
+    """The teacher that writes traces: ``None`` in the cpu profile (use templated traces)."""
+    from kbvqa.config import get_profile
+    from kbvqa.models.checkpoints import load_vlm
+
+    profile = profile or get_profile()
+    return load_vlm("reag_generator", profile=profile) if profile.is_gpu else None
+
+
+def grpo_prompts(world, queries: Sequence[Query], cfg=None) -> list[list[dict]]:
+    """ReAG generator prompts (I_q, q, p) with each query's evidence passage."""
+    from kbvqa.models.pretrain_mix import PretrainMixConfig
+
+    cfg = cfg or PretrainMixConfig()
+    return [kbvqa_prompt(world, q, [world.passage(q.evidence_ids[0])], "reag", cfg) for q in queries]
+
+
+def stated_relevance(text: str) -> str:
+    """"irrelevant", "relevant" or "unstated": what the trace of a completion says about the passage."""
+    think = parse_think_answer(str(text)).think.lower()
+    if "not relevant" in think or "irrelevant" in think:
+        return "irrelevant"
+    return "relevant" if "relevant" in think else "unstated"
+
+
+def relevance_eval(vlm, world, n: int = 8, seed: int = 0, max_new_tokens: int = 80) -> dict:
+    """Greedy answers on ``n`` test queries read with their evidence and ``n`` with a negative passage.
+
+    Returns the shares of traces that state the right relevance, of well-formatted outputs, of right
+    answers with the evidence (``task_reward``) and of "I don't know" with a negative.
+    """
+    from kbvqa.metrics.answers import query_gold
+    from kbvqa.reag.rewards import format_reward, task_reward
+
+    examples = cold_start_examples_for(world, n, seed)
+    outs = vlm.generate([e.prompt for e in examples], n=1, max_new_tokens=max_new_tokens, temperature=0.0,
+                        seed=seed, batch_size=len(examples))
+    by_id = {q.id: q for q in world.kbvqa_test}
+    rows = {"relevance stated right": [], "format reward": [], "answer right (evidence)": [],
+            "\"I don't know\" (negative)": []}
+    for e, (text,) in zip(examples, outs):
+        relevant, q = e.meta["relevant"], by_id[e.meta["query_ids"][0]]
+        rows["relevance stated right"].append(stated_relevance(text) == ("relevant" if relevant else "irrelevant"))
+        rows["format reward"].append(format_reward(text))
+        if relevant:
+            rows["answer right (evidence)"].append(task_reward(text, query_gold(q), q.answer_type, q.answer_range))
+        else:
+            rows["\"I don't know\" (negative)"].append(parse_think_answer(text).answer == UNKNOWN)
+    return {k: float(np.mean(v)) if v else float("nan") for k, v in rows.items()}
+
+
+def cold_start_examples_for(world, n: int, seed: int = 0) -> list[Example]:
+    """``n`` evidence and ``n`` negative cold-start examples of TEST queries (for evaluation)."""
+    from kbvqa.reag.cold_start import cold_start_examples
+
+    pos = cold_start_examples(world, n, seed=seed, positive_rate=1.0, queries=world.kbvqa_test)
+    neg = cold_start_examples(world, n, seed=seed + 1, positive_rate=0.0, queries=world.kbvqa_test)
+    return pos + neg
+
+

@@ -1,0 +1,171 @@
+"""The MOLT tournament viewer: one pure ``draw_tournament`` and its three front-ends.
+
+``draw_tournament(transcript, schedule, gold_id, ...)`` draws a ladder transcript (one-pass,
+iterative or SFT target alike) as a bracket: one column per round with the two candidates who met
+(defender on top, challenger below; the winner filled), an arrow carrying the winner to the next
+round, the scheduled pair in grey when the model compared someone else, a red frame from the first
+round that breaks the chain (Eq. 10's v_t = 0), a star on the ground truth, the round's reasoning
+snippet under it and the final ``<evidence>`` at the right. ``upto`` draws only the first rounds
+(the frames of the slider). The function returns the figure and touches no global state besides
+creating it; the caller shows or closes it.
+
+Front-ends, all built on ``draw_tournament``:
+- the static figure (``draw_tournament`` itself);
+- ``tournament_html``: one PNG per round behind a slider that needs no kernel (the HTML book), via
+  ``kbvqa.viz.trees_player.frames_html``; every figure is closed after rendering;
+- ``tournament_widget``: an ipywidgets slider redrawing into an ``Image`` widget (Jupyter/Colab);
+  without ipywidgets it returns the HTML slider.
+
+Leaves out: running tournaments (``kbvqa.molt.run``), the rewards' arithmetic
+(``kbvqa.molt.rewards``; only ``chain_validity`` is called to mark broken rounds).
+"""
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Mapping, Sequence
+
+from kbvqa.parsers import TournamentTranscript, parse_tournament
+
+__all__ = ["draw_tournament", "render_tournament_frames", "tournament_html", "tournament_widget"]
+
+WIN, LOSE, GOLD, BROKEN, PLAN = "#9fd89f", "#eeeeee", "#d4a017", "#c0392b", "#bbbbbb"
+
+
+def _as_transcript(transcript) -> TournamentTranscript:
+    if isinstance(transcript, TournamentTranscript):
+        return transcript
+    if hasattr(transcript, "transcript"):           # a TournamentRun
+        return transcript.transcript
+    return parse_tournament(str(transcript or ""))
+
+
+def _label(cid: str | None, labels: Mapping | None) -> str:
+    if cid is None:
+        return "?"
+    extra = (labels or {}).get(cid)
+    return f"[{cid}]" + (f"\n{extra}" if extra else "")
+
+
+def _box(ax, x, y, text, fill, edge="#444444", width=1.0, star=False):
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - 0.38, y - 0.22), 0.76, 0.44, boxstyle="round,pad=0.02", facecolor=fill,
+                                edgecolor=edge, linewidth=width))
+    ax.text(x, y, text + (" \u2605" if star else ""), ha="center", va="center", fontsize=8)
+
+
+def draw_tournament(transcript, schedule: Sequence[str] | None = None, gold_id: str | None = None,
+                    labels: Mapping | None = None, upto: int | None = None, ax=None, snippet_chars: int = 90,
+                    title: str = ""):
+    """The bracket of ``transcript`` (a ``TournamentTranscript``, a ``TournamentRun`` or raw text).
+
+    ``schedule``: the order of play (shows the scheduled pair where the model deviated and marks
+    broken rounds); ``gold_id``: starred; ``labels``: id -> short text (e.g. the page title);
+    ``upto``: number of rounds to draw (None: all, with the evidence)."""
+    import matplotlib.pyplot as plt
+
+    t = _as_transcript(transcript)
+    rounds = list(t.rounds if upto is None else t.rounds[:max(0, upto)])
+    valid = None
+    if schedule is not None and len(schedule) >= 2:
+        from kbvqa.molt.rewards import chain_validity
+
+        valid = chain_validity(t, schedule)
+    n_cols = max(1, len(rounds)) + 1
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(2.3 * n_cols + 0.6, 3.6))
+    else:
+        fig = ax.figure
+    gold = None if gold_id is None else str(gold_id)
+    for i, r in enumerate(rounds):
+        x = i + 1
+        pair = r.pair or (None, None)
+        broken = valid is not None and i < len(valid) and not valid[i]
+        for cid, y in zip(pair, (1.0, 0.0)):
+            _box(ax, x, y, _label(cid, labels), WIN if cid is not None and cid == r.winner else LOSE,
+                 BROKEN if broken else "#444444", 2.0 if broken else 1.0, star=cid is not None and cid == gold)
+        if schedule is not None and x < len(schedule):
+            planned = schedule[x]
+            if planned not in pair:
+                ax.text(x, -0.42, f"scheduled: [{planned}]", ha="center", va="top", fontsize=7, color=PLAN)
+        ax.text(x, 1.42, f"round {x}" + (" (chain broken)" if broken else ""), ha="center", fontsize=8,
+                color=BROKEN if broken else "black")
+        snippet = (r.think or "").strip()
+        snippet = snippet if len(snippet) <= snippet_chars else snippet[:snippet_chars - 1] + "\u2026"
+        ax.text(x, -0.62, "\n".join(textwrap.wrap(snippet, 26)) or "(no reasoning)", ha="center", va="top",
+                fontsize=6.5, color="#333333", style="italic")
+        if i + 1 < len(rounds) and r.winner is not None:
+            ax.annotate("", xy=(x + 0.62, 1.0), xytext=(x + 0.38, 1.0 if r.winner == pair[0] else 0.0),
+                        arrowprops={"arrowstyle": "->", "color": "#555555"})
+    done = upto is None or upto >= len(t.rounds)
+    if done:
+        x = len(rounds) + 1
+        ev = t.evidence
+        _box(ax, x, 0.5, "evidence\n" + _label(ev, labels), GOLD if ev is not None and ev == gold else WIN,
+             star=ev is not None and ev == gold)
+        if not t.format_valid:
+            ax.text(x, -0.1, "format invalid", ha="center", va="top", fontsize=7, color=BROKEN)
+    ax.set_xlim(0.4, n_cols + 0.6)
+    ax.set_ylim(-1.6, 1.7)
+    ax.axis("off")
+    ax.set_title(title or f"ladder tournament: {len(t.rounds)} round(s)", fontsize=10)
+    return fig
+
+
+def _png(fig, dpi: int) -> bytes:
+    """``fig`` as PNG bytes; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()
+
+
+def render_tournament_frames(transcript, dpi: int = 60, **draw_kwargs) -> tuple[list[bytes], list[str]]:
+    """(PNG bytes, label) for each step: after round 1, 2, ..., then with the evidence; every
+    figure is closed once saved."""
+
+    t = _as_transcript(transcript)
+    steps = list(range(1, len(t.rounds))) + [None]
+    frames, labels = [], []
+    for upto in steps:
+        frames.append(_png(draw_tournament(t, upto=upto, **draw_kwargs), dpi))
+        labels.append("evidence" if upto is None else f"after round {upto}")
+    return frames, labels
+
+
+def tournament_html(transcript, dpi: int = 60, title: str = "", **draw_kwargs):
+    """``IPython.display.HTML``: the bracket round by round behind a slider that needs no kernel."""
+    from IPython.display import HTML
+
+    from kbvqa.viz.trees_player import frames_html
+
+    frames, labels = render_tournament_frames(transcript, dpi=dpi, **draw_kwargs)
+    return HTML(frames_html(frames, labels, title=title))
+
+
+def tournament_widget(transcript, dpi: int = 60, **draw_kwargs):
+    """An ipywidgets slider over the rounds, drawing live into an ``Image`` widget; the HTML
+    slider when ipywidgets is not installed."""
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        print("ipywidgets is not installed: showing the kernel-free slider instead")
+        return tournament_html(transcript, dpi=dpi, **draw_kwargs)
+
+    t = _as_transcript(transcript)
+    n = len(t.rounds)
+    image = widgets.Image(format="png")
+    slider = widgets.IntSlider(value=max(n, 1), min=1, max=max(n, 1), description="round")
+
+    def show(change=None):
+        upto = slider.value if slider.value < n else None
+        image.value = _png(draw_tournament(t, upto=upto, **draw_kwargs), dpi)
+
+    slider.observe(show, names="value")
+    show()
+    return widgets.VBox([slider, image])

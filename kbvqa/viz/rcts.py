@@ -1,0 +1,149 @@
+"""Figures of the RCTS experiments chapter, drawn from ``results.json`` (``kbvqa.rcts.results.summarise``).
+
+- ``plot_main(results)``         Tab. 2 analogue: toy accuracy per method with 95 % Wilson intervals
+                                 and the chance level, beside the paper's bars (ScienceQA, 2B).
+- ``plot_ablations(results)``    Tab. 4 (MCTS x reasoning context), Tab. 5 (alpha) and Fig. 5b
+                                 (rollouts): toy accuracy with intervals on the left axis, the
+                                 paper's numbers dashed on a right axis (different models and data,
+                                 so only the *shape* is comparable).
+- ``plot_diagnostics(results)``  why RCTS does or does not help: retrieval hit rate at k, accuracy
+                                 with oracle examples, and how rewards separate right from wrong.
+
+Every function returns a closed Figure (a notebook shows it once). Leaves out: computing anything.
+"""
+from __future__ import annotations
+
+CHANCE = 0.25           # the toy world's multiple-choice questions have four options
+_TOY, _PAPER = "#4c72b0", "#999999"
+
+
+def _acc_bars(ax, rows, colour=_TOY):
+    xs = list(range(len(rows)))
+    acc = [100 * r["accuracy"] for r in rows]
+    err = [[100 * (r["accuracy"] - r["low"]) for r in rows], [100 * (r["high"] - r["accuracy"]) for r in rows]]
+    ax.bar(xs, acc, color=colour, yerr=err, capsize=3)
+    for x, a in zip(xs, acc):
+        ax.text(x, 1, f"{a:.0f}", ha="center", va="bottom", fontsize=7, color="white")
+    ax.set_xticks(xs, [r["row"] for r in rows], rotation=25, ha="right", fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _chance(ax):
+    ax.axhline(100 * CHANCE, color="#c44e52", ls=":", lw=1)
+    ax.text(ax.get_xlim()[1], 100 * CHANCE, " chance", color="#c44e52", fontsize=7, va="center")
+
+
+def plot_main(results: dict):
+    """Toy accuracy of zero-shot / ICL / Vanilla-RAG / RCTS next to the paper's Tab. 2."""
+    import matplotlib.pyplot as plt
+
+    rows = results["tables"].get("main", [])
+    if not rows:
+        raise ValueError("results hold no 'main' table: run the script with --groups main")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    _acc_bars(left, rows)
+    _chance(left)
+    left.set_ylabel("accuracy (%)")
+    left.set_title(f"toy world, tiny model (n = {rows[0]['n']})", fontsize=9)
+    papers = [r for r in rows if r["paper"] is not None]
+    right.bar(range(len(papers)), [r["paper"] for r in papers], color=_PAPER)
+    right.set_xticks(range(len(papers)), [r["row"] for r in papers], rotation=25, ha="right", fontsize=7)
+    right.set_title("paper, " + results["paper_source"]["main"], fontsize=9)
+    right.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def _line(ax, rows, xs, label):
+    acc = [100 * r["accuracy"] for r in rows]
+    ax.errorbar(xs, acc, yerr=[[100 * (r["accuracy"] - r["low"]) for r in rows],
+                               [100 * (r["high"] - r["accuracy"]) for r in rows]],
+                color=_TOY, marker="o", capsize=3, label=label)
+
+
+def _paper_axis(ax, xs, values, label="paper"):
+    if not any(v is not None for v in values):
+        return
+    twin = ax.twinx()
+    twin.plot([x for x, v in zip(xs, values) if v is not None], [v for v in values if v is not None],
+              color=_PAPER, ls="--", marker="s", label=label)
+    twin.set_ylabel("paper accuracy (%)", color=_PAPER, fontsize=8)
+    twin.tick_params(axis="y", colors=_PAPER, labelsize=7)
+
+
+def plot_ablations(results: dict):
+    """Three panels: Tab. 4, Tab. 5 and Fig. 5b analogues (missing tables are left blank)."""
+    import matplotlib.pyplot as plt
+
+    tables = results["tables"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    ablation = tables.get("ablation", [])
+    if ablation:
+        xs = list(range(len(ablation)))
+        _line(axes[0], ablation, xs, "toy")
+        axes[0].set_xticks(xs, [r["row"] for r in ablation], rotation=20, ha="right", fontsize=7)
+        _paper_axis(axes[0], xs, [r["paper"] for r in ablation])
+    axes[0].set_title(f"components (Tab. 4), n = {ablation[0]['n'] if ablation else 0}", fontsize=9)
+    alpha = tables.get("alpha", [])
+    if alpha:
+        xs = [float(r["row"].split("=")[1]) for r in alpha]
+        _line(axes[1], alpha, xs, "toy")
+        _paper_axis(axes[1], xs, [r["paper"] for r in alpha])
+        axes[1].set_xlabel("alpha (weight of the self-consistency reward, Eq. 9)", fontsize=8)
+    axes[1].set_title(f"reward weight (Tab. 5), n = {alpha[0]['n'] if alpha else 0}", fontsize=9)
+    rollouts = tables.get("rollouts", [])
+    if rollouts:
+        xs = [int(r["row"].split("=")[1]) for r in rollouts]
+        _line(axes[2], rollouts, xs, "toy")
+        axes[2].set_xlabel("rollouts P (Fig. 5b; the paper prints no values)", fontsize=8)
+    axes[2].set_title(f"rollouts (Fig. 5b), n = {rollouts[0]['n'] if rollouts else 0}", fontsize=9)
+    for ax in axes:
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("toy accuracy (%)", color=_TOY, fontsize=8)
+        ax.tick_params(labelsize=7)
+        _chance(ax)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_diagnostics(results: dict):
+    """Retrieval hit rate@k, accuracy with oracle examples, reward separation of right/wrong branches."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    hits = (results.get("retrieval") or {}).get("hit_rate", {})
+    if hits:
+        ks = list(hits)
+        axes[0].bar(range(len(ks)), [100 * hits[k] for k in ks], color="#55a868")
+        axes[0].set_xticks(range(len(ks)), [f"top-{k}" for k in ks], fontsize=7)
+    axes[0].set_ylim(0, 100)
+    axes[0].set_title("retrieval: an example with the query's\nrule and key value in the top k (%)", fontsize=9)
+    diag = results["tables"].get("diagnostics", [])
+    if diag:
+        _acc_bars(axes[1], diag, colour="#8172b2")
+        _chance(axes[1])
+    axes[1].set_title("model: accuracy (%) with the best\nexamples the knowledge base holds", fontsize=9)
+    rewards = results.get("reward_diagnostics") or {}
+    names = [n for n in rewards if rewards[n]["n"]]
+    for i, name in enumerate(names):
+        r = rewards[name]
+        for offset, key, colour in ((-0.2, "mean_correct", "#55a868"), (0.2, "mean_wrong", "#c44e52")):
+            if r[key] is not None:
+                axes[2].bar(i + offset, r[key], width=0.4, color=colour,
+                            label=key.replace("mean_", "branch ") if i == 0 else None)
+        auc = "n/a" if r["auc"] is None else f"{r['auc']:.2f}"
+        axes[2].text(i, 1.02, f"AUC {auc}", ha="center", fontsize=7)
+    axes[2].set_xticks(range(len(names)), [n.replace("rcts_sweep_", "") for n in names], rotation=25,
+                       ha="right", fontsize=7)
+    axes[2].set_ylim(0, 1.15)
+    axes[2].set_title("rewards: mean reward of right vs wrong\nbranches (AUC 0.5 = no signal)", fontsize=9)
+    if names:
+        axes[2].legend(fontsize=7, frameon=False, loc="upper right")
+    for ax in axes:
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
