@@ -51,9 +51,6 @@ EXCEPTIONS = {
         "the reader's card checks MOLT ladder transcripts it writes; only when the card is evaluated",
     ("kbvqa.reader.card", "kbvqa.molt.rewards"):
         "the reader's card scores ladder validity with MOLT Eq. 9-11; only when the card is evaluated",
-    ("kbvqa.reader.card", "kbvqa.reader.train"):
-        "the reader (issue #15, owned and still edited on main) shares ``to_pixels`` between its card "
-        "and its trainer; moving it to ``reader/tasks.py`` there ends this cycle",
     ("kbvqa.retrieval.subject_grounding", "kbvqa.models.checkpoints"):
         "the grounder of the active profile is loaded by role (``load_vlm``), which may build the reader "
         "(transformers' Idefics3 and the GGUF base, heavy); only when no grounder model is passed in",

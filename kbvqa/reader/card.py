@@ -35,7 +35,7 @@ def _test_views(world, n: int):
 
 
 def vision_entity_acc(trainer, n: int = 200) -> float:
-    from kbvqa.reader.train import to_pixels
+    from kbvqa.reader.tasks import to_pixels
 
     views = _test_views(trainer.world, n)
     size = trainer.config.image_size

@@ -156,3 +156,8 @@ class ViewBank:
 
     def heads(self) -> tuple[int, int, int, int]:
         return len(self.entities), len(self.families), len(self.colours), len(self.patterns)
+
+
+def to_pixels(uint8):
+    """uint8 ``[B, S, S, 3]`` -> float ``[B, 3, S, S]`` normalised as Idefics3's processor does."""
+    return (uint8.permute(0, 3, 1, 2).float() / 255.0 - 0.5) / 0.5

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from kbvqa.reader.tasks import READER_WEIGHTS
+from kbvqa.reader.tasks import READER_WEIGHTS, to_pixels
 
 STAGES = ("vision", "naming", "mixture", "done")
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -102,11 +102,6 @@ class VisionHeads(torch.nn.Module):
     def forward(self, states):
         pooled = self.norm(states.mean(1))
         return [h(pooled) for h in self.heads]
-
-
-def to_pixels(uint8: torch.Tensor) -> torch.Tensor:
-    """uint8 ``[B, S, S, 3]`` -> float ``[B, 3, S, S]`` normalised as Idefics3's processor does."""
-    return (uint8.permute(0, 3, 1, 2).float() / 255.0 - 0.5) / 0.5
 
 
 class Trainer:
