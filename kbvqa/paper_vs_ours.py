@@ -15,7 +15,7 @@ paper reports no intervals; a paper difference under ``PAPER_FLAT`` points is ca
 - ``rcts_effects()`` / ``reag_effects()`` / ``serts_effects()`` / ``molt_effects()``: the effects of
   one part, read from ``data/experiments/<part>/``; a missing results file raises ``ValueError``
   naming it. ``all_effects(parts)``, ``effect_rows(effects)`` (plain dicts for a DataFrame),
-  ``verdict_counts``, ``draw_effects`` (paper difference against ours, one marker per effect).
+  ``verdict_counts``, ``kbvqa.viz.effects.draw_effects`` (paper difference against ours, one marker per effect).
 
 The paper numbers live next to each part's loader (``kbvqa.rcts.paper``, ``kbvqa.reag.results``,
 ``kbvqa.serts.results``, ``kbvqa.molt.results``); this module only pairs them. Leaves out: running anything.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 
-__all__ = ["PAPER_FLAT", "PARTS", "Effect", "all_effects", "direction", "draw_effects", "effect_rows",
+__all__ = ["PAPER_FLAT", "PARTS", "Effect", "all_effects", "direction", "effect_rows",
            "molt_effects", "rcts_effects", "reag_effects", "serts_effects", "verdict", "verdict_counts"]
 
 PAPER_FLAT = 0.5          # points: a smaller paper difference counts as flat
@@ -274,32 +274,3 @@ def verdict_counts(effects) -> dict[str, dict[str, int]]:
     return out
 
 
-def draw_effects(effects, title: str | None = None):
-    """Paper difference (x) against ours (y), in points, one marker per effect and colour per part;
-    our intervals as vertical bars. Points on the diagonal reproduce the paper; near y = 0, flat."""
-    import matplotlib.pyplot as plt
-
-    effects = [e for e in effects if e.metric.endswith("%")]
-    if not effects:
-        raise ValueError("no effect in percent to draw")
-    colours = {"RCTS": "#4c72b0", "SeRTS": "#8172b2", "ReAG": "#c44e52", "MOLT": "#55a868"}
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for part in PARTS:
-        mine = [e for e in effects if e.part == part]
-        if not mine:
-            continue
-        x, y = [e.paper_diff for e in mine], [e.ours_diff for e in mine]
-        err = [[e.ours_diff - (e.ours_interval or (e.ours_diff,) * 2)[0] for e in mine],
-               [(e.ours_interval or (e.ours_diff,) * 2)[1] - e.ours_diff for e in mine]]
-        ax.errorbar(x, y, yerr=err, fmt="o", color=colours[part], capsize=3, label=part, alpha=0.85)
-    lim = max(5.0, *(abs(v) for e in effects for v in (e.paper_diff, *(e.ours_interval or (e.ours_diff,)))))
-    ax.plot([-lim, lim], [-lim, lim], color="gray", lw=0.8, ls="--", label="ours = paper")
-    ax.axhline(0, color="black", lw=0.6)
-    ax.axvline(0, color="black", lw=0.6)
-    ax.set(xlabel="paper: treatment − baseline (points)", ylabel="ours: treatment − baseline (points)",
-           title=title or "Each effect: the paper's size against ours")
-    ax.legend(fontsize=8, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig

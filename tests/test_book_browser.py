@@ -8,7 +8,7 @@ Under ``-m book`` (``make book-check``; the build folder is ``KBVQA_BOOK_HTML``,
 notebook page has a Colab button for its own notebook, and Debian's ``chromium`` opens pages from
 ``file://`` with every non-local host unresolvable. It checks that math is typeset (no raw TeX, no
 MathJax error), that every saved widget view renders, and that every kernel-free slider (the book's
-frames viewer, ``kbvqa.viz.trees_player.frames_html``) switches frames when moved; it keeps one screenshot per part of the
+frames viewer, ``kbvqa.viz.frames.frames_html``) switches frames when moved; it keeps one screenshot per part of the
 book in ``_build/screenshots/`` (``KBVQA_SCREENSHOTS``). Not checked here: looks (the screenshots
 are for people), other CDN links (thebe, loaded only on click), the notebooks' install cell
 (tests/test_book.py).

@@ -9,8 +9,6 @@ from kbvqa.experiments.molt_training import MOLTExperimentConfig, eval_sets, noi
 from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
 from kbvqa.molt.results import (
     RESULTS_DIR,
-    draw_reward_curves,
-    draw_schedule_accuracy,
     live_agreement,
     load_results,
     moving_average,
@@ -20,6 +18,7 @@ from kbvqa.molt.results import (
     tab6,
 )
 from kbvqa.molt.rewards import difficulty_table
+from kbvqa.viz.molt import draw_reward_curves, draw_schedule_accuracy
 
 
 @pytest.fixture(scope="module")

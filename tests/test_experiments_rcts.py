@@ -205,7 +205,7 @@ def test_real_data_rows_and_figures(tmp_path):
     import matplotlib.pyplot as plt
 
     from kbvqa.experiments.rcts_real import accuracy_table, scienceqa_rows
-    from kbvqa.viz.rcts import plot_ablations, plot_diagnostics, plot_main
+    from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_diagnostics, draw_rcts_main
 
     assert scienceqa_rows(FakeVLM(), n_queries=0) == {}           # cpu profile: nothing is loaded
     with pytest.raises(ValueError):
@@ -216,7 +216,7 @@ def test_real_data_rows_and_figures(tmp_path):
     for name in ("zero_shot", "vanilla_rag", "rcts", "rcts_sweep_alpha=0.2"):
         run_to_file(name, setting, vlm, tmp_path, seed=0, progress=False)
     results = summarise(tmp_path, diagnostics={"hit_rate": {"1": 0.5, "3": 1.0}})
-    for plot in (plot_main, plot_ablations, plot_diagnostics):
+    for plot in (draw_rcts_main, draw_rcts_ablations, draw_rcts_diagnostics):
         fig = plot(results)
         assert not plt.fignum_exists(fig.number) and fig.axes
 

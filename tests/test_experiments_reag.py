@@ -170,7 +170,9 @@ def test_results_round_trip_and_figure(tmp_path):
     lines = (tmp_path / "results.csv").read_text().splitlines()
     assert len(lines) == 1 + len(RUNGS) and lines[1].startswith("no_retrieval,")
     assert len(res.table_rows(out)) == len(RUNGS)
-    fig = res.draw_ladder(out)
+    from kbvqa.viz.reag import draw_ladder
+
+    fig = draw_ladder(out)
     assert len(fig.axes) == 2 and len(fig.axes[0].patches) == len(RUNGS)
 
 

@@ -143,9 +143,11 @@ def test_files_and_figures_roundtrip(tmp_path, chunk):
     assert res.load_results(tmp_path) == out and res.load_records("scripted", tmp_path) == records
     assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(res.METHODS)
     assert res.table(out, "tiny", "tab9")[0]["vs reflection Sim 6"] == 1.0
-    fig = res.draw_retrieval(out)
+    from kbvqa.viz.serts import draw_policies, draw_retrieval
+
+    fig = draw_retrieval(out)
     assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 15
-    assert len(res.draw_policies(out).axes) == 2
+    assert len(draw_policies(out).axes) == 2
 
 
 def test_committed_results():

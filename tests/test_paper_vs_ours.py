@@ -10,7 +10,6 @@ from kbvqa.paper_vs_ours import (
     Effect,
     all_effects,
     direction,
-    draw_effects,
     effect_rows,
     molt_effects,
     rcts_effects,
@@ -19,6 +18,7 @@ from kbvqa.paper_vs_ours import (
     verdict,
     verdict_counts,
 )
+from kbvqa.viz.effects import draw_effects
 
 
 def effect(paper, ours, interval):

@@ -184,12 +184,12 @@ def test_toy_world_hybrid_retrieval_finds_answer_carrying_examples(small_toy):
     relevant = relevant_ids(q, world.mc_kb)
     assert all(world.mc_kb[int(i.split("-")[1])].meta["key_value"] == q.meta["key_value"] for i in relevant)
     assert "hybrid pooled" in ev.table() and len(ev.table().splitlines()) == 7
-    from kbvqa.viz.retrieval import draw_retrieved, plot_maxsim_matrix, plot_recall_at_k
+    from kbvqa.viz.retrieval import draw_maxsim_matrix, draw_recall_at_k, draw_retrieved
 
     top = ev.results["hybrid"][0]
-    figures = [plot_recall_at_k(ev), draw_retrieved(q, [world.mc_kb[i] for i in top.indices[:3]], top.scores[:3],
+    figures = [draw_recall_at_k(ev), draw_retrieved(q, [world.mc_kb[i] for i in top.indices[:3]], top.scores[:3],
                                                     [i in relevant for i in top.ids[:3]]),
-               plot_maxsim_matrix(torch.eye(3), torch.eye(3)[:2], n_query_text=1, n_doc_text=1)]
+               draw_maxsim_matrix(torch.eye(3), torch.eye(3)[:2], n_query_text=1, n_doc_text=1)]
     assert len(figures[0].axes) == 2 and len(figures[1].axes) == 4
     import matplotlib.pyplot as plt
 

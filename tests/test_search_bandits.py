@@ -96,9 +96,9 @@ def test_sampling_selection_explores_much_more_than_argmax():
 
 def test_figures_draw_every_variant_and_the_slider_is_kernel_free():
     from kbvqa.search.uct import UCT_VARIANTS
-    from kbvqa.viz.bandits import draw_regret_curves, exploration_slider_html, plot_exploration_term
+    from kbvqa.viz.bandits import draw_exploration_terms, draw_regret_curves, exploration_slider_html
 
-    fig = plot_exploration_term(cs=(0.5, 1.0), n_parent=20)
+    fig = draw_exploration_terms(cs=(0.5, 1.0), n_parent=20)
     assert len(fig.axes) == 2 and all(len(ax.lines) == len(UCT_VARIANTS) for ax in fig.axes)
     fig = draw_regret_curves({"a": np.ones((2, 5)).cumsum(1), "b": np.zeros((2, 5))})
     assert len(fig.axes[0].lines) == 2

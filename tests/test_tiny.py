@@ -15,11 +15,12 @@ import torch
 
 from kbvqa.data import get_world
 from kbvqa.metrics.ranking import roc_auc
-from kbvqa.models.model_card import evaluate_card, plot_training_curves, write_card
+from kbvqa.models.model_card import evaluate_card, write_card
 from kbvqa.models.tiny import BatchStream, TinyTrainConfig, load_tiny_vlm, lr_at, pretrain
 from kbvqa.models.vlm import VLM
 from kbvqa.parsers import parse_box, parse_winner
 from kbvqa.retrieval.subject import box_iou
+from kbvqa.viz.reader import draw_tiny_training_curves
 
 SMALL = dict(phases=[], hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
              vision_width=32, vision_depth=1, steps=20, batch_size=8, pool_batches=4, lr=1e-2,
@@ -149,7 +150,7 @@ def test_card_metrics_on_random_model(world, trained, tmp_path):
     written = json.loads(path.read_text())
     assert written["steps_done"] == 20 and written["toyworld_version"] == world.version
     assert len(written["commit"]) in (7, 40) or written["commit"] == "unknown"
-    plot_training_curves(state).savefig(tmp_path / "curves.png")
+    draw_tiny_training_curves(state).savefig(tmp_path / "curves.png")
     with pytest.raises(ValueError):
         evaluate_card(vlm, world, n=0)
 

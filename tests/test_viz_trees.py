@@ -6,8 +6,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from kbvqa.rcts.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
+from kbvqa.viz.frames import frames_html  # noqa: E402
 from kbvqa.viz.trees import draw_rcts_tree, example_label, tree_layout, tree_state, tree_view  # noqa: E402
-from kbvqa.viz.trees_player import frame_rollouts, frames_html, rcts_tree_html, render_frames  # noqa: E402
+from kbvqa.viz.trees_player import frame_rollouts, rcts_tree_html, render_frames  # noqa: E402
 
 PATHS = [(0, 1), (0, 2), (3, 1), (0, 1), (3, 4)]
 REWARDS = [0.2, 0.8, 0.5, 1.0, 0.0]

@@ -9,7 +9,7 @@
   ladder's valid-reply rate and model calls. Diagnostic rows (perfect ladder, evidence alone) are
   flagged: they are ceilings, not settings one could run.
 - ``write_results`` / ``load_results`` / ``load_records``, ``table_rows`` (plain dicts for a
-  DataFrame), ``print_table``, ``draw_ablation`` (accuracy with intervals beside the recall after
+  DataFrame), ``print_table``, ``kbvqa.viz.pipeline.draw_ablation`` (accuracy with intervals beside the recall after
   each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records),
   ``where_lost(records)``: per query, the first stage that lost the evidence (or the answer).
 
@@ -26,7 +26,7 @@ from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
 from kbvqa.pipeline import PipelineConfig
 from kbvqa.reag.results import live_agreement
 
-__all__ = ["LOSSES", "STAGES", "draw_ablation", "live_agreement", "load_records", "load_results", "print_table",
+__all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "print_table",
            "summarise", "table_rows", "where_lost", "write_results"]
 
 STAGES = (("ev_retrieved", "retrieved"), ("ev_critic", "after critic"), ("ev_candidates", "ladder candidates"),
@@ -131,38 +131,6 @@ def print_table(results: dict) -> None:
         label = ("(diag.) " if r["diagnostic"] else "") + r["label"]
         recall = " ".join(f"{r[k]:10.3f}" for k, _ in STAGES)
         print(f"{label[:44]:44} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] {r['passages']:6.1f} {recall}")
-
-
-def draw_ablation(results: dict, title: str | None = None):
-    """Left: accuracy per row with 95 % Wilson intervals (diagnostic rows hatched). Right: the
-    evidence recall after each stage per row (the accuracy a perfect reader would reach)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    rows = results["rows"]
-    if not rows:
-        raise ValueError("results has no rows")
-    y = np.arange(len(rows))[::-1]
-    acc = np.array([r["accuracy"] for r in rows])
-    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True)
-    bars = ax.barh(y, acc, xerr=err, color="#4c72b0", capsize=3)
-    for bar, r in zip(bars, rows):
-        if r["diagnostic"]:
-            bar.set(color="#b0b0b0", hatch="//")
-    ax.set(xlabel="accuracy (95 % Wilson)", xlim=(0, 1), title=title or f"tiny reader, n = {results['n']}")
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
-    width = 0.8 / len(STAGES)
-    colours = ("#8172b2", "#c44e52", "#dd8452", "#55a868")
-    for j, ((key, label), colour) in enumerate(zip(STAGES, colours)):
-        bx.barh(y + 0.4 - width * (j + 0.5), [r[key] or 0 for r in rows], height=width, color=colour, label=label)
-    bx.set(xlabel="evidence recall after the stage", xlim=(0, 1), title="is the evidence passage still there?")
-    bx.legend(fontsize=7, frameon=False, loc="lower right")
-    for a in (ax, bx):
-        a.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
 
 
 RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"

@@ -23,7 +23,7 @@ every completion token is the argmax (= greedy exact match, cheap: one forward p
 logs it on small sets).
 
 ``write_card(vlm_dir, evaluation, ...)`` writes ``card.json`` (commit, seed, toy-world version,
-config, steps, wall time, machine, evaluation); ``plot_training_curves(curves)`` draws ``curves.json``.
+config, steps, wall time, machine, evaluation); ``kbvqa.viz.reader.draw_tiny_training_curves(curves)`` draws ``curves.json``.
 
 Leaves out: training (``tiny.py``), SeRTS literature metrics (their chapters score them).
 """
@@ -45,7 +45,7 @@ from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, pars
 from kbvqa.retrieval.subject import box_iou
 
 REFUSAL = re.compile(r"don'?t know|unknown|cannot|can't", re.IGNORECASE)
-__all__ = ["evaluate_card", "plot_training_curves", "write_card"]
+__all__ = ["evaluate_card", "write_card"]
 
 
 def _generate(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
@@ -169,35 +169,6 @@ def stages(curves: dict) -> list[dict]:
         out.append({**stage, "offset": offset})
         offset += stage["steps_done"]
     return out
-
-
-def plot_training_curves(curves: dict):
-    """Figure: training loss and learning rate by step (left), held-out teacher-forced exact match
-    per monitored task (right); every stage of the recipe on one step axis, stages split by a line."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax_loss, ax_eval) = plt.subplots(1, 2, figsize=(11, 3.8))
-    parts = stages(curves)
-    train = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("train", [])]
-    points = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("eval", [])]
-    ax_loss.plot([p["step"] for p in train], [p["loss"] for p in train], color="tab:blue")
-    ax_loss.set(xlabel="step", ylabel="training loss", title="Training loss")
-    if train:
-        ax_lr = ax_loss.twinx()
-        ax_lr.plot([p["step"] for p in train], [p["lr"] for p in train], color="tab:gray", lw=0.8, ls="--")
-        ax_lr.set_ylabel("learning rate")
-    for task in sorted({k for p in points for k in p if k != "step"}):
-        ax_eval.plot([p["step"] for p in points], [p.get(task) for p in points], marker=".", label=task)
-    ax_eval.set(xlabel="step", ylabel="exact match (teacher-forced)", ylim=(-0.02, 1.02),
-                title="Held-out sets (test split, small n)")
-    for ax in (ax_loss, ax_eval):
-        for s in parts[1:]:
-            ax.axvline(s["offset"], color="k", lw=0.8, ls=":")
-    if points:
-        ax_eval.legend(fontsize=8)
-    fig.tight_layout()
-    plt.close(fig)  # shown once, as the notebook cell's value
-    return fig
 
 
 def main(argv=None) -> None:

@@ -23,12 +23,12 @@ __all__ = ["ORDERS", "Candidate", "CandidateConfig", "CandidatePipeline", "Candi
 from kbvqa.molt.analysis import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played  # noqa: E402
 from kbvqa.molt.candidates import format_wiki, ground_crop, model_extractor, model_grounder, oracle_extractor  # noqa: E402
 from kbvqa.molt.paper import PAPER_RECALL  # noqa: E402
-from kbvqa.molt.results import draw_reward_curves, live_agreement, load_records, load_results, summarise_row, tab5, tab6  # noqa: E402
+from kbvqa.molt.results import live_agreement, load_records, load_results, summarise_row, tab5, tab6  # noqa: E402
 from kbvqa.molt.rewards import chain_validity, difficulty_table  # noqa: E402
 from kbvqa.molt.run import VisionCounter, transcript_text  # noqa: E402
 from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 
 __all__ += ["ComparatorVLM", "PAPER_RECALL", "VisionCounter", "chain_validity", "difficulty_table",
-            "draw_reward_curves", "format_wiki", "gold_ranks", "ground_crop", "ladder_survival", "live_agreement",
+            "format_wiki", "gold_ranks", "ground_crop", "ladder_survival", "live_agreement",
             "load_records", "load_results", "model_extractor", "model_grounder", "oracle_extractor", "oracle_teacher",
             "recall_curves", "rounds_played", "summarise_row", "tab5", "tab6", "transcript_text"]

@@ -10,7 +10,7 @@
 - ``write_results`` / ``load_results``: ``results.json`` (summary, config, training curves,
   provenance) and ``runs.jsonl`` (the tiny model's per-query records, outputs cut to 160 chars);
   ``load_records`` reads the latter back.
-- ``draw_reward_curves``: process and result rewards over GRPO steps (Fig. 3 analogue; moving
+- (pictures of these results: ``kbvqa.viz.molt``) ``draw_reward_curves``: process and result rewards over GRPO steps (Fig. 3 analogue; moving
   average), a live short run overlaid; ``draw_schedule_accuracy``: the scripted judges' accuracy by
   schedule and error rate with the tiny model's three schedules.
 - ``live_agreement(live, committed)``: a live rerun of some queries against the committed records of
@@ -157,48 +157,6 @@ def moving_average(values, window: int) -> list[float]:
         raise ValueError(f"window must be a positive int, got {window!r}")
     return [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1])
             for i in range(len(values))]
-
-
-def draw_reward_curves(curves: dict, live: dict | None = None, window: int = 4, title: str = ""):
-    """Fig. 3 analogue: R_proc and R_res per GRPO step (dots) and their moving average (lines), a
-    live run's points overlaid (crosses). ``curves``/``live``: dicts with ``process_reward`` and
-    ``result_reward`` lists. Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharex=True)
-    names = ("process reward R_proc", "result reward R_res")
-    for ax, key, name in zip(axes, ("process_reward", "result_reward"), names):
-        y = curves[key]
-        ax.plot(range(1, len(y) + 1), y, "o", ms=3, alpha=0.4, color="C0")
-        ax.plot(range(1, len(y) + 1), moving_average(y, window), "-", color="C0", label=f"committed (MA {window})")
-        if live:
-            ax.plot(range(1, len(live[key]) + 1), live[key], "x", color="C3", label="live short run")
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("GRPO step")
-        ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def draw_schedule_accuracy(results: dict):
-    """Accuracy by schedule: the scripted judges (lines over the error rate) and the tiny model."""
-    import matplotlib.pyplot as plt
-
-    table = scripted_table(results)
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    for i, order in enumerate(ORDER_LABEL):
-        ax.plot([r["error"] for r in table], [r[f"{order}_acc_%"] for r in table], "o-", color=f"C{i}",
-                label=f"scripted, {order.replace('_', '-')}")
-        tiny = results["rows"].get(f"grpo_full_{order}")
-        if tiny:
-            ax.axhline(100 * tiny["accuracy"], color=f"C{i}", ls=":", lw=1)
-    ax.set_xlabel("scripted judge's error per round the ground truth plays")
-    ax.set_ylabel("evidence-selection accuracy (%)")
-    ax.set_title("schedules (dotted: tiny model after SFT + GRPO)", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 RESULTS_DIR = DATA_DIR / "experiments" / "molt"

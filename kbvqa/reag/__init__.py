@@ -33,7 +33,6 @@ from kbvqa.reag.results import (  # noqa: E402
            CHEAP_RUNGS,
            RESULTS_DIR,
            RUNGS,
-           draw_ladder,
            live_agreement,
            load_records,
            load_results,
@@ -43,6 +42,6 @@ from kbvqa.reag.results import (  # noqa: E402
 from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
 
 __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
-            "cold_start_examples_for", "critic_items", "critic_table", "critic_training_examples", "draw_ladder",
-            "generator_judge", "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
+            "cold_start_examples_for", "critic_items", "critic_table", "critic_training_examples", "generator_judge",
+            "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
             "paper_rows", "summarise", "table_rows", "threshold_sweep", "train_critic"]

@@ -11,7 +11,7 @@
   previous rung (same queries), mean passages read, evidence-in-context rate, all-filtered rate,
   format reward, and the paper's numbers; ``diagnostics``: the same for the oracle rungs (each
   generator with the evidence passage alone, not in the paper). ``write_results`` / ``load_results`` (JSON + CSV),
-  ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``draw_ladder`` (figure).
+  ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``kbvqa.viz.reag.draw_ladder`` (figure).
 - ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
   committed records of the same queries (``kbvqa.metrics.intervals.check_agreement``, ``same_answers``).
 
@@ -119,38 +119,6 @@ def print_table(results: dict) -> None:
     for r in results.get("diagnostics", []):
         print(f"{'(diagnostic) ' + r['label']:38} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] "
               f"{r['passages']:6.1f} {r['evidence_in_context']:6.2f} |")
-
-
-def draw_ladder(results: dict, title: str | None = None):
-    """Our accuracy per rung with Wilson intervals (left; the oracle diagnostics as horizontal
-    lines) next to the paper's Tab. 4 rows (E-VQA single-hop and InfoSeek all, right panel), on the
-    same 0-50 % scale, rungs in ladder order."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    rows = results["rows"]
-    if not rows:
-        raise ValueError("results has no rows")
-    x = np.arange(len(rows))
-    acc = np.array([r["accuracy"] for r in rows]) * 100
-    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T * 100
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-    ax.bar(x, acc, yerr=err, color="#4c72b0", capsize=3, label="ladder (95 % Wilson)")
-    for r, style in zip(results.get("diagnostics", []), ("--", ":", "-.")):
-        ax.axhline(r["accuracy"] * 100, color="gray", ls=style, lw=1.2, label=f"{r['label']} (diagnostic)")
-    ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, tiny VLM, n = {results['n']}",
-           ylim=(0, max(50, *(r["high"] * 100 for r in rows + results.get("diagnostics", [])))))
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
-    bx.plot(x, [r["paper_evqa"] for r in rows], "o-", color="#c44e52", label="E-VQA single-hop")
-    bx.plot(x, [r["paper_infoseek"] for r in rows], "s-", color="#55a868", label="InfoSeek all")
-    bx.set(ylabel="accuracy (%)", title="ReAG Tab. 4 (Qwen2.5-VL-3B)", ylim=(0, 50))
-    bx.legend(fontsize=8, frameon=False)
-    for a in (ax, bx):
-        a.set_xticks(x, [r["rung"].replace("_", "\n") for r in rows], fontsize=8)
-        a.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
 
 
 def live_agreement(live: dict[str, list[dict]], committed: dict[str, list[dict]]) -> list[dict]:

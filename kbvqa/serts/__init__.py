@@ -18,8 +18,6 @@ from kbvqa.serts.evaluate import answer_rouge, bm25_baseline, retrieval_scores, 
 from kbvqa.serts.prompts import parse_evaluator_output, parse_proposer_output  # noqa: E402
 from kbvqa.serts.results import (  # noqa: E402
            METHODS,
-           draw_policies,
-           draw_retrieval,
            live_agreement,
            load_records,
            load_results,
@@ -27,6 +25,6 @@ from kbvqa.serts.results import (  # noqa: E402
 )
 from kbvqa.serts.search import SeRTSNode  # noqa: E402
 
-__all__ += ["METHODS", "SeRTSNode", "answer_rouge", "bm25_baseline", "draw_policies", "draw_retrieval",
-            "live_agreement", "load_records", "load_results", "parse_evaluator_output", "parse_proposer_output",
+__all__ += ["METHODS", "SeRTSNode", "answer_rouge", "bm25_baseline", "live_agreement", "load_records", "load_results",
+            "parse_evaluator_output", "parse_proposer_output",
             "retrieval_scores", "table", "toy_literature_task", "write_answers"]

@@ -3,14 +3,14 @@
 One pure function, ``draw_exploration_term(ax, c, n_parent, ...)``, draws the exploration term
 ``c * bonus(N, N_parent)`` of each UCT variant against a child's visits ``N``. Three views call it:
 
-- ``plot_exploration_term``: a static figure, one panel per ``c`` (what the built book shows);
+- ``draw_exploration_terms``: a static figure, one panel per ``c`` (what the built book shows);
 - ``exploration_slider_html``: one PNG per ``c`` behind the book's kernel-free slider
-  (``trees_player.frames_html``): it works in the HTML book with no kernel and no network
+  (``frames.frames_html``): it works in the HTML book with no kernel and no network
   (matplotlib's ``to_jshtml`` player would fetch its button icons from a CDN);
 - ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab;
   returns ``None`` with a message when ipywidgets is missing.
 
-``plot_exploration_vs_parent`` draws the term against ``N_parent`` and ``draw_regret_curves`` the
+``draw_exploration_vs_parent`` draws the term against ``N_parent`` and ``draw_regret_curves`` the
 mean (and 10-90 % band over seeds) of ``kbvqa.search.bandits.regret_curves``. Every figure is
 closed before it is returned, so a notebook shows it once. Leaves out: tree pictures.
 """
@@ -56,7 +56,7 @@ def draw_exploration_term(ax, c: float, n_parent: int = 50, variants=UCT_VARIANT
     return ax
 
 
-def plot_exploration_term(cs=(0.1, 0.5, 1.0, 2.0), n_parent: int = 50, variants=UCT_VARIANTS):
+def draw_exploration_terms(cs=(0.1, 0.5, 1.0, 2.0), n_parent: int = 50, variants=UCT_VARIANTS):
     """Static figure: one ``draw_exploration_term`` panel per exploration constant in ``cs``."""
     import matplotlib.pyplot as plt
 
@@ -74,7 +74,7 @@ def plot_exploration_term(cs=(0.1, 0.5, 1.0, 2.0), n_parent: int = 50, variants=
     return fig
 
 
-def plot_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: int = 200,
+def draw_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: int = 200,
                                variants=UCT_VARIANTS):
     """The term against ``N_parent`` for a few child visit counts (one panel per count)."""
     import matplotlib.pyplot as plt
@@ -103,16 +103,14 @@ def plot_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: 
 def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
                             dpi: int = 60) -> str:
     """A kernel-free slider over ``c``: one ``draw_exploration_term`` frame per value, shown by
-    ``kbvqa.viz.trees_player.frames_html`` (self-contained HTML: no kernel, no network).
+    ``kbvqa.viz.frames.frames_html`` (self-contained HTML: no kernel, no network).
 
     Returns the HTML string (display it with ``IPython.display.HTML``); frames are rendered at a
     low ``dpi`` to keep the page small (about 15-25 kB per frame).
     """
-    import io
-
     import matplotlib.pyplot as plt
 
-    from kbvqa.viz.trees_player import frames_html
+    from kbvqa.viz.frames import figure_png, frames_html
 
     cs = np.round(np.linspace(0.0, 2.0, 11), 2) if cs is None else np.asarray(cs, dtype=float)
     if cs.size == 0:
@@ -123,10 +121,7 @@ def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
         draw_exploration_term(ax, float(c), n_parent, variants)
         ax.legend(fontsize=7, frameon=False, loc="upper right")
         fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=dpi)
-        plt.close(fig)
-        frames.append(buffer.getvalue())
+        frames.append(figure_png(fig, dpi))
     labels = [f"c = {float(c):g}" for c in cs]
     return frames_html(frames, labels, title=f"UCT's exploration term, N_parent = {n_parent}: drag to change c")
 

@@ -12,7 +12,7 @@ creating it; the caller shows or closes it.
 Front-ends, all built on ``draw_tournament``:
 - the static figure (``draw_tournament`` itself);
 - ``tournament_html``: one PNG per round behind a slider that needs no kernel (the HTML book), via
-  ``kbvqa.viz.trees_player.frames_html``; every figure is closed after rendering;
+  ``kbvqa.viz.frames.frames_html``; every figure is closed after rendering;
 - ``tournament_widget``: an ipywidgets slider redrawing into an ``Image`` widget (Jupyter/Colab);
   without ipywidgets it returns the HTML slider.
 
@@ -21,11 +21,12 @@ Leaves out: running tournaments (``kbvqa.molt.run``), the rewards' arithmetic
 """
 from __future__ import annotations
 
-import io
 import textwrap
 from collections.abc import Mapping, Sequence
 
+from kbvqa.molt.results import ORDER_LABEL, moving_average, scripted_table
 from kbvqa.parsers import TournamentTranscript, parse_tournament
+from kbvqa.viz.frames import figure_png, frames_html
 
 __all__ = ["draw_tournament", "render_tournament_frames", "tournament_html", "tournament_widget"]
 
@@ -113,18 +114,6 @@ def draw_tournament(transcript, schedule: Sequence[str] | None = None, gold_id: 
     return fig
 
 
-def _png(fig, dpi: int) -> bytes:
-    """``fig`` as PNG bytes; the figure is closed."""
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    try:
-        fig.savefig(buffer, format="png", dpi=dpi)
-    finally:
-        plt.close(fig)
-    return buffer.getvalue()
-
-
 def render_tournament_frames(transcript, dpi: int = 60, **draw_kwargs) -> tuple[list[bytes], list[str]]:
     """(PNG bytes, label) for each step: after round 1, 2, ..., then with the evidence; every
     figure is closed once saved."""
@@ -133,7 +122,7 @@ def render_tournament_frames(transcript, dpi: int = 60, **draw_kwargs) -> tuple[
     steps = list(range(1, len(t.rounds))) + [None]
     frames, labels = [], []
     for upto in steps:
-        frames.append(_png(draw_tournament(t, upto=upto, **draw_kwargs), dpi))
+        frames.append(figure_png(draw_tournament(t, upto=upto, **draw_kwargs), dpi))
         labels.append("evidence" if upto is None else f"after round {upto}")
     return frames, labels
 
@@ -142,7 +131,6 @@ def tournament_html(transcript, dpi: int = 60, title: str = "", **draw_kwargs):
     """``IPython.display.HTML``: the bracket round by round behind a slider that needs no kernel."""
     from IPython.display import HTML
 
-    from kbvqa.viz.trees_player import frames_html
 
     frames, labels = render_tournament_frames(transcript, dpi=dpi, **draw_kwargs)
     return HTML(frames_html(frames, labels, title=title))
@@ -164,8 +152,50 @@ def tournament_widget(transcript, dpi: int = 60, **draw_kwargs):
 
     def show(change=None):
         upto = slider.value if slider.value < n else None
-        image.value = _png(draw_tournament(t, upto=upto, **draw_kwargs), dpi)
+        image.value = figure_png(draw_tournament(t, upto=upto, **draw_kwargs), dpi)
 
     slider.observe(show, names="value")
     show()
     return widgets.VBox([slider, image])
+
+
+def draw_reward_curves(curves: dict, live: dict | None = None, window: int = 4, title: str = ""):
+    """Fig. 3 analogue: R_proc and R_res per GRPO step (dots) and their moving average (lines), a
+    live run's points overlaid (crosses). ``curves``/``live``: dicts with ``process_reward`` and
+    ``result_reward`` lists. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharex=True)
+    names = ("process reward R_proc", "result reward R_res")
+    for ax, key, name in zip(axes, ("process_reward", "result_reward"), names):
+        y = curves[key]
+        ax.plot(range(1, len(y) + 1), y, "o", ms=3, alpha=0.4, color="C0")
+        ax.plot(range(1, len(y) + 1), moving_average(y, window), "-", color="C0", label=f"committed (MA {window})")
+        if live:
+            ax.plot(range(1, len(live[key]) + 1), live[key], "x", color="C3", label="live short run")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("GRPO step")
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def draw_schedule_accuracy(results: dict):
+    """Accuracy by schedule: the scripted judges (lines over the error rate) and the tiny model."""
+    import matplotlib.pyplot as plt
+
+    table = scripted_table(results)
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for i, order in enumerate(ORDER_LABEL):
+        ax.plot([r["error"] for r in table], [r[f"{order}_acc_%"] for r in table], "o-", color=f"C{i}",
+                label=f"scripted, {order.replace('_', '-')}")
+        tiny = results["rows"].get(f"grpo_full_{order}")
+        if tiny:
+            ax.axhline(100 * tiny["accuracy"], color=f"C{i}", ls=":", lw=1)
+    ax.set_xlabel("scripted judge's error per round the ground truth plays")
+    ax.set_ylabel("evidence-selection accuracy (%)")
+    ax.set_title("schedules (dotted: tiny model after SFT + GRPO)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbvqa.experiments.pipeline_results import STAGES
+
 PIPELINE_STAGES = ("retrieve", "select / re-rank", "generate", "learn")
 
 # system -> (what it does at each stage); "—" where the system adds nothing of its own.
@@ -94,3 +96,35 @@ if __name__ == "__main__":
     from kbvqa.config import REPO_ROOT
 
     print(save_pipeline_figure(REPO_ROOT / "book" / "figures" / "pipeline.svg"))
+
+
+def draw_ablation(results: dict, title: str | None = None):
+    """Left: accuracy per row with 95 % Wilson intervals (diagnostic rows hatched). Right: the
+    evidence recall after each stage per row (the accuracy a perfect reader would reach)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = results["rows"]
+    if not rows:
+        raise ValueError("results has no rows")
+    y = np.arange(len(rows))[::-1]
+    acc = np.array([r["accuracy"] for r in rows])
+    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True)
+    bars = ax.barh(y, acc, xerr=err, color="#4c72b0", capsize=3)
+    for bar, r in zip(bars, rows):
+        if r["diagnostic"]:
+            bar.set(color="#b0b0b0", hatch="//")
+    ax.set(xlabel="accuracy (95 % Wilson)", xlim=(0, 1), title=title or f"tiny reader, n = {results['n']}")
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
+    width = 0.8 / len(STAGES)
+    colours = ("#8172b2", "#c44e52", "#dd8452", "#55a868")
+    for j, ((key, label), colour) in enumerate(zip(STAGES, colours)):
+        bx.barh(y + 0.4 - width * (j + 0.5), [r[key] or 0 for r in rows], height=width, color=colour, label=label)
+    bx.set(xlabel="evidence recall after the stage", xlim=(0, 1), title="is the evidence passage still there?")
+    bx.legend(fontsize=7, frameon=False, loc="lower right")
+    for a in (ax, bx):
+        a.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

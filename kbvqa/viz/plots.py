@@ -1,6 +1,6 @@
 """Small, pure plotting helpers shared by chapters (they return matplotlib Figures, write nothing).
 
-``plot_world_stats`` draws the toy world's statistics (``ToyWorld.stats()``) as one row of bar
+``draw_world_stats`` draws the toy world's statistics (``ToyWorld.stats()``) as one row of bar
 charts; ``image_grid`` lays PIL images out with captions. Figures are closed before they are
 returned, so a notebook shows each exactly once (as the cell's value). Leaves out: trees and tournaments
 (their own ``draw_*`` modules) and the pipeline map (``pipeline.py``).
@@ -20,7 +20,7 @@ def _bars(ax, counts: dict, title: str, colour: str):
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def plot_world_stats(stats: dict):
+def draw_world_stats(stats: dict):
     """Four bar charts: split sizes, KB-VQA answer types, MC templates, literature question types."""
     import matplotlib.pyplot as plt
 

@@ -1,12 +1,12 @@
 """Figures of the RCTS experiments chapter, drawn from ``results.json`` (``kbvqa.rcts.results.summarise``).
 
-- ``plot_main(results)``         Tab. 2 analogue: toy accuracy per method with 95 % Wilson intervals
+- ``draw_rcts_main(results)``         Tab. 2 analogue: toy accuracy per method with 95 % Wilson intervals
                                  and the chance level, beside the paper's bars (ScienceQA, 2B).
-- ``plot_ablations(results)``    Tab. 4 (MCTS x reasoning context), Tab. 5 (alpha) and Fig. 5b
+- ``draw_rcts_ablations(results)``    Tab. 4 (MCTS x reasoning context), Tab. 5 (alpha) and Fig. 5b
                                  (rollouts): toy accuracy with intervals on the left axis, the
                                  paper's numbers dashed on a right axis (different models and data,
                                  so only the *shape* is comparable).
-- ``plot_diagnostics(results)``  why RCTS does or does not help: retrieval hit rate at k, accuracy
+- ``draw_rcts_diagnostics(results)``  why RCTS does or does not help: retrieval hit rate at k, accuracy
                                  with oracle examples, and how rewards separate right from wrong.
 
 Every function returns a closed Figure (a notebook shows it once). Leaves out: computing anything.
@@ -34,7 +34,7 @@ def _chance(ax):
     ax.text(ax.get_xlim()[1], 100 * CHANCE, " chance", color="#c44e52", fontsize=7, va="center")
 
 
-def plot_main(results: dict):
+def draw_rcts_main(results: dict):
     """Toy accuracy of zero-shot / ICL / Vanilla-RAG / RCTS next to the paper's Tab. 2."""
     import matplotlib.pyplot as plt
 
@@ -73,7 +73,7 @@ def _paper_axis(ax, xs, values, label="paper"):
     twin.tick_params(axis="y", colors=_PAPER, labelsize=7)
 
 
-def plot_ablations(results: dict):
+def draw_rcts_ablations(results: dict):
     """Three panels: Tab. 4, Tab. 5 and Fig. 5b analogues (missing tables are left blank)."""
     import matplotlib.pyplot as plt
 
@@ -109,7 +109,7 @@ def plot_ablations(results: dict):
     return fig
 
 
-def plot_diagnostics(results: dict):
+def draw_rcts_diagnostics(results: dict):
     """Retrieval hit rate@k, accuracy with oracle examples, reward separation of right/wrong branches."""
     import matplotlib.pyplot as plt
 

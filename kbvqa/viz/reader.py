@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbvqa.models.model_card import stages
+
 STAGE_TITLES = {"vision": "1. vision tower (classifier)", "naming": "2. LoRA + connector: naming",
                 "mixture": "3. LoRA + connector: task mixture"}
 CHECK_LABELS = {"vision_entity_acc": "creature from a test view", "naming_acc": "names the creature (greedy)",
@@ -83,4 +85,33 @@ def draw_reader_curves(state: dict, width: float = 12.0):
             twin.legend(fontsize=8, loc="center right")
     fig.tight_layout()
     plt.close(fig)
+    return fig
+
+
+def draw_tiny_training_curves(curves: dict):
+    """Figure: training loss and learning rate by step (left), held-out teacher-forced exact match
+    per monitored task (right); every stage of the recipe on one step axis, stages split by a line."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_eval) = plt.subplots(1, 2, figsize=(11, 3.8))
+    parts = stages(curves)
+    train = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("train", [])]
+    points = [{**p, "step": p["step"] + s["offset"]} for s in parts for p in s.get("eval", [])]
+    ax_loss.plot([p["step"] for p in train], [p["loss"] for p in train], color="tab:blue")
+    ax_loss.set(xlabel="step", ylabel="training loss", title="Training loss")
+    if train:
+        ax_lr = ax_loss.twinx()
+        ax_lr.plot([p["step"] for p in train], [p["lr"] for p in train], color="tab:gray", lw=0.8, ls="--")
+        ax_lr.set_ylabel("learning rate")
+    for task in sorted({k for p in points for k in p if k != "step"}):
+        ax_eval.plot([p["step"] for p in points], [p.get(task) for p in points], marker=".", label=task)
+    ax_eval.set(xlabel="step", ylabel="exact match (teacher-forced)", ylim=(-0.02, 1.02),
+                title="Held-out sets (test split, small n)")
+    for ax in (ax_loss, ax_eval):
+        for s in parts[1:]:
+            ax.axvline(s["offset"], color="k", lw=0.8, ls=":")
+    if points:
+        ax_eval.legend(fontsize=8)
+    fig.tight_layout()
+    plt.close(fig)  # shown once, as the notebook cell's value
     return fig

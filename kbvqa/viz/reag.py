@@ -159,3 +159,35 @@ def draw_group_advantages(rewards, advantages, group_size: int, title: str = "Eq
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def draw_ladder(results: dict, title: str | None = None):
+    """Our accuracy per rung with Wilson intervals (left; the oracle diagnostics as horizontal
+    lines) next to the paper's Tab. 4 rows (E-VQA single-hop and InfoSeek all, right panel), on the
+    same 0-50 % scale, rungs in ladder order."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = results["rows"]
+    if not rows:
+        raise ValueError("results has no rows")
+    x = np.arange(len(rows))
+    acc = np.array([r["accuracy"] for r in rows]) * 100
+    err = np.array([[r["accuracy"] - r["low"], r["high"] - r["accuracy"]] for r in rows]).T * 100
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    ax.bar(x, acc, yerr=err, color="#4c72b0", capsize=3, label="ladder (95 % Wilson)")
+    for r, style in zip(results.get("diagnostics", []), ("--", ":", "-.")):
+        ax.axhline(r["accuracy"] * 100, color="gray", ls=style, lw=1.2, label=f"{r['label']} (diagnostic)")
+    ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, tiny VLM, n = {results['n']}",
+           ylim=(0, max(50, *(r["high"] * 100 for r in rows + results.get("diagnostics", [])))))
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    bx.plot(x, [r["paper_evqa"] for r in rows], "o-", color="#c44e52", label="E-VQA single-hop")
+    bx.plot(x, [r["paper_infoseek"] for r in rows], "s-", color="#55a868", label="InfoSeek all")
+    bx.set(ylabel="accuracy (%)", title="ReAG Tab. 4 (Qwen2.5-VL-3B)", ylim=(0, 50))
+    bx.legend(fontsize=8, frameon=False)
+    for a in (ax, bx):
+        a.set_xticks(x, [r["rung"].replace("_", "\n") for r in rows], fontsize=8)
+        a.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

@@ -1,9 +1,9 @@
 """Figures of hybrid retrieval (RCTS §3.3): late interaction, Recall@K curves, retrieved examples.
 
-- ``plot_maxsim_matrix``: the token-by-token similarity matrix of a query E_u = [E_T; E_I] and one
+- ``draw_maxsim_matrix``: the token-by-token similarity matrix of a query E_u = [E_T; E_I] and one
   knowledge-base item E_i (Eq. 3), with each query token's best item token marked: Eq. 4 is the
   sum of the marked cells.
-- ``plot_recall_at_k``: Recall@K and Precision@K against K, one colour per mode, solid for MaxSim
+- ``draw_recall_at_k``: Recall@K and Precision@K against K, one colour per mode, solid for MaxSim
   and dotted for the pooled first stage alone (``kbvqa.retrieval.hybrid_eval.RetrievalEvaluation``).
 - ``draw_retrieved``: the query's picture and question next to its top retrieved examples, each
   framed green when it carries the query's answer and red otherwise.
@@ -18,7 +18,7 @@ import textwrap
 MODE_COLOURS = {"text": "tab:blue", "image": "tab:orange", "hybrid": "tab:green"}
 
 
-def plot_maxsim_matrix(query_tokens, doc_tokens, n_query_text: int | None = None,
+def draw_maxsim_matrix(query_tokens, doc_tokens, n_query_text: int | None = None,
                        n_doc_text: int | None = None, title: str = ""):
     """Heat map of <E_u[j], E_i[k]> with the argmax of each row marked (Eq. 4). ``n_*_text``:
     how many leading rows / columns are text tokens (a line separates them from image tokens)."""
@@ -27,7 +27,7 @@ def plot_maxsim_matrix(query_tokens, doc_tokens, n_query_text: int | None = None
 
     q, d = torch.as_tensor(query_tokens).float(), torch.as_tensor(doc_tokens).float()
     if q.dim() != 2 or d.dim() != 2 or not len(q) or not len(d):
-        raise ValueError("plot_maxsim_matrix needs two non-empty [tokens, d] matrices")
+        raise ValueError("draw_maxsim_matrix needs two non-empty [tokens, d] matrices")
     sim = (q @ d.T).numpy()
     best = sim.argmax(1)
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -47,7 +47,7 @@ def plot_maxsim_matrix(query_tokens, doc_tokens, n_query_text: int | None = None
     return fig
 
 
-def plot_recall_at_k(evaluation, relevance: str = "answer"):
+def draw_recall_at_k(evaluation, relevance: str = "answer"):
     """Recall@K (left) and Precision@K (right) against K for one relevance, one line per row of
     ``evaluation.scores``: colour = mode, solid = MaxSim re-scored, dotted = pooled first stage."""
     import matplotlib.pyplot as plt

@@ -18,6 +18,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
+import numpy as np
+
 from kbvqa.viz.trees import tree_layout
 
 __all__ = ["draw_anytime_recall", "draw_serts_tree", "serts_tree_records", "short_query"]
@@ -122,5 +124,58 @@ def draw_anytime_recall(curves: dict, baseline: float | None = None, title: str 
         ax.axhline(baseline, color="k", ls="--", label="BM25 on the question")
     ax.set(xlabel="expansions (simulations)", ylabel="recall of the returned documents", ylim=(0, 1), title=title)
     ax.legend(fontsize=8)
+    plt.close(fig)
+    return fig
+
+
+def draw_retrieval(results: dict, keys=("recall", "f1", "hit")):
+    """Tab. 3 analogue: recall / F1 / hit per method for each setup (bars, seed spread as error bars)
+    with the paper's value of the matching model as a marker (BioASQ; a different task and scale)."""
+    import matplotlib.pyplot as plt
+
+    names = ("bm25", "reflection_6", "serts_6", "reflection_12", "serts_12")
+    setups = list(results["setups"])
+    fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 3.6), sharey=True, squeeze=False)
+    for ax, setup in zip(axes[0], setups):
+        rows = {r["method"]: r for r in results["setups"][setup]["rows"]}
+        x = np.arange(len(names))
+        for j, k in enumerate(keys):
+            vals = [rows[n][k] if n in rows else [np.nan, 0] for n in names]
+            ax.bar(x + (j - 1) * 0.27, [v[0] * 100 for v in vals], 0.27, yerr=[v[1] * 50 for v in vals],
+                   capsize=2, label=f"{k} (ours)")
+            ax.scatter(x + (j - 1) * 0.27, [rows[n].get("paper_" + k, np.nan) if n in rows else np.nan
+                                             for n in names], marker="_", s=120, color="k", zorder=3)
+        ax.set_xticks(x, [n.replace("_", "\n") for n in names], fontsize=8)
+        ax.set(title=f"{setup} (n = {results['setups'][setup]['n']}) — black: paper "
+                     f"{results['setups'][setup]['paper_model']}", ylim=(0, 105))
+        ax.title.set_fontsize(9)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_ylabel("%")
+    axes[0][0].legend(fontsize=7, frameon=False, loc="lower left")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def draw_policies(results: dict, key: str = "recall"):
+    """Tab. 6 analogue: ``key`` of SeRTS Sim 12 under RANDOM, C = 0 and C = 0.1 per setup, per seed
+    (dots) and mean (bar), beside BM25 and self-reflection Sim 12."""
+    import matplotlib.pyplot as plt
+
+    names = ("bm25", "reflection_12", "serts_random_12", "serts_greedy_12", "serts_12")
+    labels = ("BM25", "reflection", "RANDOM", "C = 0", "C = 0.1")
+    setups = list(results["setups"])
+    fig, axes = plt.subplots(1, len(setups), figsize=(4.6 * len(setups), 3.2), squeeze=False)
+    for ax, setup in zip(axes[0], setups):
+        rows = {r["method"]: r for r in results["setups"][setup]["rows"]}
+        for i, n in enumerate(names):
+            if n not in rows:
+                continue
+            ax.bar(i, rows[n][key][0] * 100, color="#4c72b0" if n.startswith("serts") else "#bbbbbb")
+            ax.scatter([i] * len(rows[n]["per_seed"]), [s[key] * 100 for s in rows[n]["per_seed"]], color="k", s=10)
+        ax.set_xticks(range(len(names)), labels, fontsize=8)
+        ax.set(title=f"{setup}: {key} (%), dots = seeds", ylim=(0, 100))
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
     plt.close(fig)
     return fig

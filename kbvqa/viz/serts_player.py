@@ -8,19 +8,19 @@ node and to every ancestor, so R(s) = own reward + sum of the children's R). The
 is set only on the last snapshot of a search that stopped early.
 
 ``serts_tree_html(result, ...)`` draws each snapshot with ``draw_serts_tree`` and puts the PNG
-frames behind the same kernel-free HTML slider the RCTS viewer uses (``trees_player.frames_html``),
+frames behind the same kernel-free HTML slider the RCTS viewer uses (``frames.frames_html``),
 so it works in the built book. ``anytime_recall(results, gold, upto)`` is the recall of the documents
 each search would return had it stopped after ``upto`` expansions (chapter 16's curve over Sim).
 Leaves out: the search itself, a live ipywidgets version.
 """
 from __future__ import annotations
 
-import io
 from dataclasses import replace
 
 from kbvqa.serts.search import SeRTSNode, SeRTSResult
+from kbvqa.viz.frames import figure_png, frames_html
 from kbvqa.viz.serts import draw_serts_tree
-from kbvqa.viz.trees_player import frame_rollouts, frames_html
+from kbvqa.viz.trees_player import frame_rollouts
 
 __all__ = ["own_rewards", "serts_snapshot", "serts_tree_html"]
 
@@ -66,10 +66,7 @@ def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: int =
     positions = [p + 1 for p in frame_rollouts(expansions, max_frames)] if expansions else [0]
     frames = []
     for upto in positions:
-        fig = draw_serts_tree(serts_snapshot(result, upto), **draw_kwargs)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=dpi)
-        frames.append(buffer.getvalue())
+        frames.append(figure_png(draw_serts_tree(serts_snapshot(result, upto), **draw_kwargs), dpi))
     labels = [f"after expansion {p} of {expansions}" for p in positions]
     return HTML(frames_html(frames, labels, title or "drag the slider to step through the expansions"))
 

@@ -14,11 +14,7 @@ Both step through the rollouts of one search by calling ``draw_rcts_tree(records
 """
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
-import io
-
+from kbvqa.viz.frames import figure_png, frames_html
 from kbvqa.viz.trees import draw_rcts_tree
 from kbvqa.viz.trees_records import TreeView, tree_view
 
@@ -46,32 +42,8 @@ def render_frames(tree_records, max_frames: int | None = 12, dpi: int = 60, **dr
     frames, thumbnails = [], draw_kwargs.pop("thumbnails", {})
     for upto in frame_rollouts(len(view.rollouts), max_frames):
         fig = draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, thumbnails=thumbnails, **draw_kwargs)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=dpi)
-        frames.append(buffer.getvalue())
+        frames.append(figure_png(fig, dpi))
     return frames
-
-
-def frames_html(frames: list[bytes], labels: list[str] | None = None, title: str = "") -> str:
-    """The HTML of a kernel-free slider over PNG ``frames`` (the last one shown first)."""
-    if not frames:
-        raise ValueError("frames_html needs at least one frame")
-    labels = labels or [f"frame {i + 1}" for i in range(len(frames))]
-    uid = "rcts-" + hashlib.sha1(b"".join(frames)).hexdigest()[:10]
-    last = len(frames) - 1
-    images = "".join(
-        f'<img class="{uid}-f" alt="{html.escape(labels[i])}" style="max-width:100%;'
-        f'display:{"block" if i == last else "none"}" src="data:image/png;base64,'
-        f'{base64.b64encode(f).decode()}"/>' for i, f in enumerate(frames))
-    names = "|".join(html.escape(x).replace("|", "/") for x in labels)
-    show = (f"var b=document.getElementById('{uid}');var i=+this.value;"
-            f"b.querySelectorAll('.{uid}-f').forEach(function(m,j){{m.style.display=(j==i)?'block':'none';}});"
-            f"b.querySelector('.{uid}-l').textContent=b.dataset.names.split('|')[i];")
-    slider = (f'<input type="range" min="0" max="{last}" value="{last}" step="1" style="width:60%" '
-              f'oninput="{show}"/>' if last > 0 else "")
-    return (f'<div id="{uid}" data-names="{names}" style="font-family:sans-serif;font-size:13px">'
-            f'<div>{html.escape(title)}</div>{images}<div>{slider} '
-            f'<span class="{uid}-l">{html.escape(labels[last])}</span></div></div>')
 
 
 def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: int = 60, title: str = "", **draw_kwargs):
@@ -99,9 +71,7 @@ def rcts_tree_widget(tree_records, dpi: int = 70, **draw_kwargs):
     draw_kwargs.setdefault("thumbnails", {})
 
     def png(upto: int) -> bytes:
-        buffer = io.BytesIO()
-        draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs).savefig(buffer, format="png", dpi=dpi)
-        return buffer.getvalue()
+        return figure_png(draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs), dpi)
 
     slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
                                readout_format="d", continuous_update=False)
