@@ -23,7 +23,8 @@ every completion token is the argmax (= greedy exact match, cheap: one forward p
 logs it on small sets).
 
 ``write_card(vlm_dir, evaluation, ...)`` writes ``card.json`` (commit, seed, toy-world version,
-config, steps, wall time, machine, evaluation); ``kbvqa.viz.reader.draw_tiny_training_curves(curves)`` draws ``curves.json``.
+config, steps, wall time, machine, evaluation); ``kbvqa.viz.reader.draw_tiny_training_curves(curves)``
+draws ``curves.json``.
 
 Leaves out: training (``tiny.py``), SeRTS literature metrics (their chapters score them).
 """
