@@ -11,8 +11,9 @@
   provenance) and ``runs.jsonl`` (the tiny model's per-query records, outputs cut to 160 chars);
   ``load_records`` reads the latter back.
 - pictures of these results (``kbvqa.viz.molt``): ``draw_reward_curves``: process and result rewards
-  over GRPO steps (Fig. 3 analogue; moving average), a live short run overlaid; ``draw_schedule_accuracy``: the scripted judges' accuracy by
-  schedule and error rate with the tiny model's three schedules.
+  over GRPO steps (Fig. 3 analogue; moving average), a live short run overlaid;
+  ``draw_schedule_accuracy``: the scripted judges' accuracy by schedule and error rate with the tiny
+  model's three schedules.
 - ``live_agreement(live, committed)``: a live rerun of some queries against the committed records of
   the same queries (same choices share and ``kbvqa.metrics.intervals.check_agreement``).
 
