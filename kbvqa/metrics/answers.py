@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbvqa.data.schema import Query
+from kbvqa.metrics.evqa import split_candidate_items
+from kbvqa.metrics.infoseek import parse_numeric_prediction, range_iou
 from kbvqa.metrics.normalize import evqa_normalize
-from kbvqa.metrics.vqa import parse_numeric_prediction, range_iou, split_candidate_items
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import numpy as np
 
 from kbvqa.metrics.evqa import evqa_score
 from kbvqa.metrics.infoseek import INFOSEEK_SPLITS, harmonic_mean, infoseek_score, infoseek_split
+from kbvqa.metrics.intervals import PairedDiff
 
 TOY_KBVQA_TYPES = ("string", "time", "numerical", "multi")
 
@@ -121,16 +122,8 @@ def kbvqa_split_score(correct: Sequence[bool], splits: Sequence[str], n_boot: in
 
 
 @dataclass(frozen=True)
-class SplitDiff:
+class SplitDiff(PairedDiff):
     """Final score of ``a`` minus that of ``b`` on the same questions, in percentage points."""
-    diff: float
-    low: float
-    high: float
-    n: int
-
-    @property
-    def significant(self) -> bool:
-        return self.low > 0 or self.high < 0
 
     def __str__(self) -> str:
         return f"{self.diff:+.2f} [{self.low:+.2f}, {self.high:+.2f}] points on {self.n} questions"

@@ -23,41 +23,13 @@ differ only in what is normalised before answers are compared:
 ``normalize_gt=True`` is a convenience for raw answer lists (toy world, hand-made rows): both sides
 are fully normalised (``vqa_normalize``) whatever the version, so the two versions agree.
 
-What this file leaves out: the normalisations (``normalize.py``). InfoSeek (``infoseek.py``) and
-Encyclopedic-VQA (``evqa.py``) used to live here; their names are re-exported below so that old
-imports keep working.
+What this file leaves out: the normalisations (``normalize.py``), InfoSeek (``infoseek.py``) and
+Encyclopedic-VQA (``evqa.py``); ``kbvqa.metrics`` exports all three.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbvqa.metrics.evqa import (  # noqa: F401  (re-exported: these used to live here)
-    BEM_THRESHOLD,
-    EVQA_QUESTION_TYPES,
-    IOU_THRESHOLD,
-    MULTI_ANSWER_TYPES,
-    BEMScorer,
-    evqa_exact_match,
-    evqa_score,
-    list_iou,
-    mean_evqa_score,
-    multi_answer_exact_match,
-    single_answer_exact_match,
-    split_candidate_items,
-    split_references,
-)
-from kbvqa.metrics.infoseek import (  # noqa: F401  (re-exported: these used to live here)
-    NUMERIC_TOLERANCE,
-    RANGE_IOU_THRESHOLD,
-    harmonic_mean,
-    infoseek_evaluate,
-    infoseek_evaluate_official,
-    infoseek_exact_match,
-    infoseek_score,
-    numeric_range_correct,
-    parse_numeric_prediction,
-    range_iou,
-)
 from kbvqa.metrics.normalize import (
     vqa_normalize,
     vqa_process_digit_article,
