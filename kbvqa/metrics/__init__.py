@@ -15,7 +15,7 @@ Modules (each docstring names the official file it mirrors):
 - ``rouge``       ROUGE-2 and ROUGE-SU4 as ROUGE-1.5.5.pl (``porter``: its Porter stemmer)
 
 What this package leaves out: parsing of free model output into answers (``kbvqa.parsers``) and
-training rewards (``kbvqa.rewards``).
+training rewards (``kbvqa.metrics.answers`` judges answers for ReAG's reward, ``kbvqa.reag.rewards``).
 """
 from kbvqa.metrics.choice import (
     choice_accuracy,

@@ -5,7 +5,7 @@ Compared by question type tau after E-VQA/InfoSeek normalisation (``evqa_normali
     numerical : Psi_num(o, o*)                      multi : IoU(items(o), items(o*)) >= 0.5
     otherwise : o == o*   (exact match: E-VQA single answers, InfoSeek entity and time)
 
-    Psi_num   : |o - o*| <= 0.1         if o and o* are scalars
+    Psi_num   : abs(o - o*) <= 0.1         if o and o* are scalars
                 o in o*                 if o is a scalar and o* an interval
                 IoU(o, o*) >= 0.5       if both are intervals
 

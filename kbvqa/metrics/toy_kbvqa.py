@@ -14,7 +14,7 @@ is scored by the official rule of its kind:
   keeps the two split sizes (the statistic is a harmonic mean of two split means, not one mean).
 - ``paired_split_bootstrap``: the same for the difference of two systems on the same questions.
 
-ReAG's training reward (Psi, IoU, gamma/delta; ``kbvqa.rewards``) is not a scorer and is not used
+ReAG's training reward (Psi, IoU, gamma/delta; ``kbvqa.reag.rewards``) is not a scorer and is not used
 here. What this file leaves out: running models (the chapters) and the scorers themselves.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Eq. 3, the score of document d for query q with terms q_1..q_n:
 
-    score(q, d) = sum_i IDF(q_i) * f(q_i, d) * (k1 + 1) / (f(q_i, d) + k1 * (1 - b + b * |d| / avgdl))
+    score(q, d) = sum_i IDF(q_i) * f(q_i, d) * (k1 + 1) / (f(q_i, d) + k1 * (1 - b + b * len(d) / avgdl))
 
 Eq. 4, the inverse document frequency over N documents of which n(q_i) contain q_i:
 
@@ -10,7 +10,7 @@ Eq. 4, the inverse document frequency over N documents of which n(q_i) contain q
 
 Which variant the library implements. ``bm25s`` (0.3.x) defaults to ``method="lucene"`` (Kamphuis et
 al., ECIR 2020): its IDF is exactly Eq. 4, and its term-frequency part is
-``f / (f + k1 * (1 - b + b * |d| / avgdl))``, i.e. Eq. 3 *without* the constant factor (k1 + 1).
+``f / (f + k1 * (1 - b + b * len(d) / avgdl))``, i.e. Eq. 3 *without* the constant factor (k1 + 1).
 So ``bm25s`` score = Eq. 3 / (k1 + 1): same ranking, scores smaller by 2.5 at k1 = 1.5.
 ``ReadableBM25(variant="lucene")`` reproduces ``bm25s`` to float precision, ``variant="paper"`` is
 Eq. 3 as printed (tests/test_bm25.py checks both). A query term repeated in the query counts once
@@ -71,7 +71,7 @@ def bm25_idf(n_docs: int, doc_freq: int) -> float:
 
 def bm25_term_weight(tf: float, doc_len: float, avgdl: float, k1: float = 1.5, b: float = 0.75,
                      variant: str = "paper") -> float:
-    """The fraction of Eq. 3 for one term: f (k1 + 1) / (f + k1 (1 - b + b |d| / avgdl)).
+    """The fraction of Eq. 3 for one term: f (k1 + 1) / (f + k1 (1 - b + b len(d) / avgdl)).
 
     ``variant="lucene"`` drops the factor (k1 + 1), as bm25s does.
 

@@ -22,7 +22,7 @@ How the token losses are averaged (``normalise``) is where papers and code diffe
 - ``"batch"``: sum over every completion token of the batch / number of those tokens. TRL's
   ``loss_type="dapo"`` (its normaliser ``num_items_in_batch`` counts the completion tokens of the
   whole generation batch) and DAPO's code. This is the default.
-- ``"group"``: Eq. 6 read literally: 1 / sum_i |o_i| inside each prompt's group, then the mean over
+- ``"group"``: Eq. 6 read literally: 1 / sum_i len(o_i) inside each prompt's group, then the mean over
   prompts (the expectation over (I_q, q, p)). Equal to ``"batch"`` when every group has the same
   number of tokens (e.g. one prompt per batch).
 - ``"sequence"``: the original GRPO (DeepSeekMath): mean over each completion's tokens, then over
