@@ -141,7 +141,9 @@ class RCTSResult:
 def expansion_probabilities(scores: Sequence[float], rule: str = "paper") -> np.ndarray:
     """Eq. 6 over the valid actions' similarity scores. "paper": s_i / sum_j s_j on the scores as
     given (negative ones count as 0; all zero -> uniform); "official": min-max normalised over the
-    valid set plus 1e-3 first (``_min_max_normalize``), which favours the top candidates."""
+    valid set plus 1e-3 first (``_min_max_normalize``), which favours the top candidates.
+
+    Appendix: RCTS | Eq. 6 | tests/test_search_rcts.py::test_eq6_sampling_follows_similarity_proportions | rcts-eq6"""
     s = np.asarray(scores, dtype=float).ravel()
     if s.size == 0:
         raise ValueError("no valid action to expand")

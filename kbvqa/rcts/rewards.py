@@ -58,7 +58,10 @@ def mutual_reward(sampled: Sequence[str | None], gold: Sequence[str | None]) -> 
 
 
 def mixed_reward(q_self: float, q_mutual: float, alpha: float) -> float:
-    """Eq. 9: Q = alpha * Q_S + (1 - alpha) * Q_M."""
+    """Eq. 9: Q = alpha * Q_S + (1 - alpha) * Q_M.
+
+    Appendix: RCTS | Eq. 7-9 |
+        tests/test_search_rcts_rewards.py::test_rule_reward_and_eq7_eq8_eq9_by_hand | rcts-rewards"""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     return alpha * q_self + (1.0 - alpha) * q_mutual

@@ -112,6 +112,8 @@ def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: to
     ``normalise`` picks the average (module docstring); ``"group"`` needs ``group_size`` and rows
     ordered group by group. ``num_tokens`` (only with ``"batch"``) is the denominator to use instead
     of this batch's token count (micro-batching). Rows without any token contribute 0.
+
+    Appendix: ReAG | Eq. 6-7 | tests/test_rl_grpo.py::test_loss_equals_trl_dapo_on_given_logprobs | reag-eq6
     """
     if normalise not in NORMALISATIONS:
         raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")

@@ -93,7 +93,9 @@ def ppo_advantages(rewards, baseline: float = PPO_REWARD_BASELINE, scale: float 
 def ppo_objective(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
                   mask: torch.Tensor, clip_eps: float = 0.2, ratio: str = "token"):
     """Eq. 2 (to maximise) and the ratios: ``logprobs``/``old_logprobs``/``mask`` are ``[B, T]``,
-    ``advantages`` ``[B]``. Returns ``(objective, ratios)`` with ratios ``[B, T]`` or ``[B]``."""
+    ``advantages`` ``[B]``. Returns ``(objective, ratios)`` with ratios ``[B, T]`` or ``[B]``.
+
+    Appendix: SeRTS | Eq. 2 | tests/test_ppo.py::test_objective_by_hand_token_level_and_gradient | serts-eq2"""
     if ratio not in RATIO_LEVELS:
         raise ValueError(f"ratio must be one of {RATIO_LEVELS}, got {ratio!r}")
     if not 0 < clip_eps < 1:

@@ -85,7 +85,10 @@ class SFTLoss:
 
 def sft_loss(logprobs: torch.Tensor, mask: torch.Tensor, answer_mask: torch.Tensor,
              alpha: float = 0.8) -> SFTLoss:
-    """Eq. 5 from per-token log-probs ``[B, T]``, the completion mask and the answer mask."""
+    """Eq. 5 from per-token log-probs ``[B, T]``, the completion mask and the answer mask.
+
+    Appendix: ReAG | Eq. 5 |
+        tests/test_rl_sft.py::test_sft_loss_weighs_answer_by_alpha_and_trace_by_one_minus_alpha | reag-eq5"""
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     if not logprobs.shape == mask.shape == answer_mask.shape:
@@ -159,7 +162,7 @@ def _batches(n: int, batch_size: int, steps: int, seed: int):
 
 
 def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None) -> SFTResult:
-    """Fine-tune ``vlm`` in place on ``examples`` (``Example``s or (prompt, completion) pairs) with
+    """Fine-tune ``vlm`` in place on ``examples`` (``Example`` objects or (prompt, completion) pairs) with
     the loss of Eq. 5; the model is left in eval mode. Returns the loss curves."""
     from tqdm.auto import tqdm
 
