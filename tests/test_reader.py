@@ -296,14 +296,17 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
 
 @pytest.mark.slow
 def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
-    from kbvqa.reader.card import CARD_TARGETS, card_table, evaluate_card, live_kbvqa
+    from kbvqa.reader.card import CARD_TARGETS, DIRECT_ROWS, card_table, evaluate_card, live_kbvqa
 
     vlm = build_reader(SMALL, base=tiny_base)
     card = evaluate_card(vlm, world, n=2, image_size=56)
     assert set(CARD_TARGETS) <= set(card) and set(card["targets_met"]) == set(CARD_TARGETS)
     assert len(card["records"]["kbvqa_10_passages"]) == 2
     table = card_table(card, before={"kbvqa_gold_passage_acc": 0.525})
-    assert list(table.index) == list(CARD_TARGETS) and table.loc["kbvqa_gold_passage_acc", "target"] == ">= 0.9"
+    assert list(table.index) == list(CARD_TARGETS) + list(DIRECT_ROWS)
+    assert table.loc["kbvqa_gold_passage_acc", "target"] == ">= 0.9"
+    assert card["sizes"]["kbvqa_10_passages_direct"] == 2 and "<think>" in card["examples"]["kbvqa_10_passages"]["target"]
+    assert "<think>" not in card["examples"]["kbvqa_10_passages_direct"]["target"]
     live = live_kbvqa(vlm, world, n=2, image_size=56)
     assert [len(v) for v in live.values()] == [2, 2, 2]
     with pytest.raises(ValueError, match="positive int"):
@@ -323,3 +326,21 @@ def test_reader_pictures(world):
         draw_reader_curves({"curves": []})
     with pytest.raises(ValueError, match="multiple"):
         draw_image_tokens(np.zeros((100, 100, 3), dtype=np.uint8))
+
+
+def test_naming_breakdown_splits_records_by_the_named_creature(world):
+    from kbvqa.reader.card import named_creature, naming_breakdown
+
+    assert named_creature("<think>The image shows the Desnusk, a driftfin.</think>") == "desnusk"
+    assert named_creature("") is None and named_creature(None) is None and named_creature("3.3") is None
+    qs = world.kbvqa_test[:4]
+    names = [world.entity(q.meta["entity_id"]).name for q in qs]
+    other = world.lookalikes(qs[1].meta["entity_id"])[0].name
+    records = [{"query_id": qs[0].id, "correct": True, "output": f"The image shows the {names[0]}, a x."},
+               {"query_id": qs[1].id, "correct": False, "output": f"The image shows the {other}."},
+               {"query_id": qs[2].id, "correct": True, "output": f"The image shows the {names[2]}."},
+               {"query_id": qs[3].id, "correct": False, "output": "12"}]
+    table = naming_breakdown({"records": {"kbvqa_10_passages": records}}, world)
+    assert list(table.index) == ["right name", "another name", "no name"]
+    assert table.loc["right name", "queries"] == 2 and table.loc["right name", "accuracy"] == 1.0
+    assert table.loc["another name", "accuracy"] == 0.0 and table.loc["no name", "share of queries"] == 0.25

@@ -173,20 +173,16 @@ def heldout_lit_ids(world) -> list[str]:
 
 
 def bm25_search(world, query: str, k: int) -> list[str]:
-    """Ids of the top-``k`` abstracts for ``query`` (BM25 over title + text, English stop words)."""
-    import bm25s
+    """Ids of the top-``k`` abstracts for ``query``: the book's one BM25 (``kbvqa.retrieval.bm25.
+    BM25Index``, SeRTS Eq. 3-4 via bm25s, k1 = 1.5, b = 0.75, English stop words) over title + text,
+    built once per world."""
+    from kbvqa.retrieval.bm25 import BM25Index
 
     cache = _cache(world)
     if "bm25" not in cache:
-        corpus = [f"{item.title}. {item.text}" for item in world.literature]
-        index = bm25s.BM25(k1=1.5, b=0.75)
-        index.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
-        cache["bm25"] = index
-    tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
-    if not tokens.vocab:
-        return []
-    docs, scores = cache["bm25"].retrieve(tokens, k=min(k, len(world.literature)), show_progress=False)
-    return [world.literature[int(i)].id for i, s in zip(docs[0], scores[0]) if s > 0]
+        cache["bm25"] = BM25Index([f"{item.title}. {item.text}" for item in world.literature],
+                                  ids=[item.id for item in world.literature])
+    return [doc_id for doc_id, _ in cache["bm25"].search(str(query), k=max(1, int(k)))]
 
 
 def _lit(world) -> dict:

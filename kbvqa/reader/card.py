@@ -21,6 +21,8 @@ Leaves out: training (``train.py``), the tiny model's older card (``kbvqa.models
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
@@ -83,6 +85,11 @@ CARD_TARGETS = {  # key -> (comparison, target); the three kbvqa_* rows are the 
 }
 BLOCKING = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc")
 KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
+# The card's KB-VQA prompt: ReAG's generator prompt, which thinks in <think> (naming the creature
+# first, as the training rationales do) and answers in <answer>; 64 new tokens hold both. The
+# direct-answer prompt (E-VQA's style, 16 tokens) is measured beside it as the *_direct rows.
+KBVQA_STYLE, KBVQA_TOKENS = "reag", {"reag": 64, "evqa": 16}
+DIRECT_ROWS = ("kbvqa_gold_passage_direct_acc", "kbvqa_10_passages_direct_acc")
 
 
 def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
@@ -158,13 +165,16 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
         return [o[0] for o in outs]
 
     card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}, "records": {}}
-    for task in KBVQA_ROWS:
-        outs = generate(sets[task], 32)
-        right = [kbvqa_official_correct(parse_think_answer(o).answer, e.meta) for o, e in zip(outs, sets[task])]
+    direct = {f"{t}_direct": s for t, s in card_sets_kbvqa(world, n, image_size, "evqa").items()
+              if t != "kbvqa_no_passage"}        # ReAG's no-passage prompt is the same in both styles
+    for task, examples in [(t, sets[t]) for t in KBVQA_ROWS] + list(direct.items()):
+        outs = generate(examples, KBVQA_TOKENS["evqa" if task.endswith("_direct") else KBVQA_STYLE])
+        right = [kbvqa_official_correct(parse_think_answer(o).answer, e.meta) for o, e in zip(outs, examples)]
         card[f"{task}_acc"] = float(np.mean(right))
+        card["sizes"][task] = len(examples)
         card["records"][task] = [{"query_id": e.meta["query_ids"][0], "correct": bool(r), "output": o}
-                                 for e, r, o in zip(sets[task], right, outs)]
-        card["examples"][task] = {"target": sets[task][0].completion, "output": outs[0]}
+                                 for e, r, o in zip(examples, right, outs)]
+        card["examples"][task] = {"target": examples[0].completion, "output": outs[0]}
     p = vlm.p_yes([e.prompt for e in sets["critic"]], batch_size=batch_size).tolist()
     labels = [e.completion == "Yes" for e in sets["critic"]]
     card["critic_roc_auc"] = roc_auc(p, labels)
@@ -203,13 +213,45 @@ def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) 
     sets = card_sets_kbvqa(world, n, image_size)
     out = {}
     for task, examples in sets.items():
-        texts = vlm.generate([e.prompt for e in examples], max_new_tokens=32, temperature=0, batch_size=batch_size)
+        texts = vlm.generate([e.prompt for e in examples], max_new_tokens=KBVQA_TOKENS[KBVQA_STYLE], temperature=0,
+                             batch_size=batch_size)
         out[task] = [kbvqa_official_correct(parse_think_answer(t[0]).answer, e.meta) for t, e in zip(texts, examples)]
     return out
 
 
-def card_sets_kbvqa(world, n: int, image_size: int) -> dict:
-    """The card's three KB-VQA sets alone (see ``card_sets``)."""
+_NAMED = re.compile(r"image shows (?:the |a |an )?([a-z]+)", re.IGNORECASE)
+
+
+def named_creature(output: str) -> str | None:
+    """The creature a ReAG-style rationale names ("The image shows the desnusk, ..."), or ``None``."""
+    m = _NAMED.search(output or "")
+    return m.group(1).lower() if m else None
+
+
+def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages"):
+    """Why a think-then-answer KB-VQA row is right or wrong: for each of its records, did the
+    rationale name the pictured creature (right name / another name / no name), and was the answer
+    right? Returns a table of counts and the answer accuracy per naming outcome."""
+    import pandas as pd
+
+    queries = {q.id: q for q in world.kbvqa_test}
+    rows = []
+    for r in evaluation["records"][task]:
+        truth = world.entity(queries[r["query_id"]].meta["entity_id"]).name.lower()
+        named = named_creature(r["output"])
+        kind = "no name" if named is None else ("right name" if named == truth else "another name")
+        rows.append({"naming": kind, "correct": bool(r["correct"])})
+    frame = pd.DataFrame(rows)
+    table = frame.groupby("naming")["correct"].agg(queries="count", answers_right="sum", accuracy="mean")
+    table["share of queries"] = table["queries"] / len(frame)
+    order = [k for k in ("right name", "another name", "no name") if k in table.index]
+    return table.loc[order].round(3)
+
+
+def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) -> dict:
+    """The card's three KB-VQA sets alone (see ``card_sets``) in prompt ``style``: "reag" (think,
+    then answer; the card's rows) or "evqa" (the answer alone; the ``*_direct`` rows). The
+    no-passage prompt is ReAG's in both (its j = 0 prompt)."""
     import dataclasses
 
     from kbvqa.models.pretrain_mix import eval_examples
@@ -217,7 +259,8 @@ def card_sets_kbvqa(world, n: int, image_size: int) -> dict:
 
     cfg = mix_config(image_size, 0)
     ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))
-    return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg) for t in KBVQA_ROWS}
+    return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg, style=style)
+            for t in KBVQA_ROWS}
 
 
 def card_table(evaluation: dict, before: dict | None = None):
@@ -240,6 +283,12 @@ def card_table(evaluation: dict, before: dict | None = None):
                      "target": f"{op} {target}", "met": None if value is None else _meets(value, op, target)}
         if before is not None:
             rows[key]["1.45M model (from scratch)"] = before.get(key)
+    for key in DIRECT_ROWS:        # reported beside the card's rows, without a target of their own
+        if evaluation.get(key) is not None:
+            size = evaluation["sizes"].get(key.removesuffix("_acc"), n)
+            low, high = wilson_interval(round(evaluation[key] * size), size)
+            rows[key] = {"reader": round(evaluation[key], 3), "95 % interval": f"[{low:.2f}, {high:.2f}]",
+                         "target": "(reported)", "met": None}
     return pd.DataFrame(rows).T
 
 

@@ -105,10 +105,18 @@ def molt_ladder(world, rng, cfg) -> Example:
 READER_TASKS = {**TASKS, "creature_name": creature_name, "molt_ladder": molt_ladder}
 
 
+# KB-VQA prompt styles (reag, evqa, infoseek). ReAG's style thinks before it answers, and its
+# rationale starts by naming the creature ("The image shows the desnusk, ..."): the answer is then a
+# copy from the passage that carries that name, a text skill SmolLM2 already has. Half the KB-VQA
+# examples use it; the direct-answer styles share the other half.
+READER_STYLE_WEIGHTS = (2.0, 1.0, 1.0)
+
+
 def mix_config(image_size: int, seed: int) -> PretrainMixConfig:
     """The tiny mixture's knobs at the reader's image size (short prompts: CPU sequence lengths)."""
     known = {t: w for t, w in READER_WEIGHTS.items() if t in TASKS}
-    return PretrainMixConfig(seed=seed, weights=known, image_size=image_size, short_prompts=True)
+    return PretrainMixConfig(seed=seed, weights=known, image_size=image_size, short_prompts=True,
+                             kbvqa_style_weights=READER_STYLE_WEIGHTS)
 
 
 def iter_reader_examples(world, cfg: PretrainMixConfig, weights: dict, start: int = 0) -> Iterator[Example]:

@@ -22,8 +22,8 @@ stemming. Parameters k1 = 1.5, b = 0.75 (bm25s's defaults; the paper mentions k1
 
 Both indexes share one interface: ``index.search(query, k) -> list[(doc_id, score)]`` best first,
 only documents with a positive score (an empty list when no query term is in the vocabulary; ties
-keep corpus order in the readable version). Leaves out: the toy world's cached index
-(``kbvqa.models.pretrain_mc_lit.bm25_search``, which the tiny model was trained with), metrics.
+keep corpus order in the readable version). ``BM25Index`` is also the toy literature's search
+(``kbvqa.models.pretrain_mc_lit.bm25_search`` caches one per world). Leaves out: metrics.
 """
 from __future__ import annotations
 
