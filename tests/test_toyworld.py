@@ -35,11 +35,10 @@ from kbvqa.data.toyworld import (
     TOYWORLD_VERSION,
     ToyWorldConfig,
     build_world,
-    draw_query,
-    family_grid,
     get_world,
     load_world,
 )
+from kbvqa.viz.toy_world import draw_query, family_grid
 
 # sha256 of manifest.json of the default world (seed 0). If a change to the generator alters the
 # world on purpose, bump TOYWORLD_VERSION in kbvqa/data/toyworld.py and paste the new hash here.

@@ -31,12 +31,10 @@ from kbvqa.data.toyworld import (  # noqa: E402  (the toy world, built on the sc
     ToyWorld,
     ToyWorldConfig,
     build_world,
-    draw_query,
-    family_grid,
     get_world,
     load_world,
     timed_build,
 )
 
-__all__ += ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world", "draw_query",
-            "family_grid", "get_world", "load_world", "timed_build"]
+__all__ += ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world",
+            "get_world", "load_world", "timed_build"]

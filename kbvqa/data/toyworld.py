@@ -19,7 +19,7 @@ offline, so the cpu profile needs a world small enough to learn and see whole th
 every mechanism of the papers (look-alike families as visual hard negatives, shared wording as
 textual ones, cluttered views with a subject box, sectioned pages with numbers, units, years and
 lists, and a literature corpus with synonyms), split into knowledge base / train / test.
-Chapter figures: ``family_grid`` and ``draw_query`` (``toy_draw``).
+Chapter figures (``family_grid``, ``draw_query``) live in ``kbvqa.viz.toy_world``.
 
 Leaves out: real datasets (``datasets.py``), models and retrieval.
 """
@@ -33,7 +33,6 @@ from pathlib import Path
 from kbvqa.data.schema import Document, KBExample, LiteratureItem, Passage, Query, open_image
 from kbvqa.data.toy_config import ToyWorldConfig
 from kbvqa.data.toy_documents import build_document, canonical_view_id, doc_id_of
-from kbvqa.data.toy_draw import draw_query, family_grid
 from kbvqa.data.toy_entities import Entity, Family, build_entities
 from kbvqa.data.toy_images import ViewSpec, canonical_spec, render_view, renderer
 from kbvqa.data.toy_io import load_parts, save_world
@@ -45,8 +44,7 @@ from kbvqa.data.toy_questions import build_kbvqa
 # Bump whenever the saved output of a world changes (tests hold the default manifest's hash).
 TOYWORLD_VERSION = "1.0.0"
 
-__all__ = ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world", "draw_query",
-           "family_grid", "get_world", "load_world"]
+__all__ = ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world", "get_world", "load_world"]
 
 
 @dataclass(repr=False)

@@ -4,7 +4,8 @@ Pure functions returning ``PIL.Image.Image`` (display them in a notebook as they
 ``plt.imshow``). They take the world as their first argument and draw nothing else.
 
 Leaves out: plots of statistics (the chapter plots ``ToyWorld.stats()`` with matplotlib) and the
-general figure helpers of ``kbvqa.viz``.
+general figure helpers of ``kbvqa.viz``. (Pure PIL, so ``kbvqa.data`` could hold it; it lives with
+the other pictures, by role.)
 """
 from __future__ import annotations
 
