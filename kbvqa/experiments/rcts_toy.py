@@ -99,7 +99,7 @@ def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: b
                 progress: bool = True) -> list[dict]:
     """Run ``name`` on ``setting``, appending records to ``out/runs/<name>.jsonl``; returns all records
     of the file that belong to ``setting``'s queries."""
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     spec = ROWS[name]
     path = Path(out) / "runs" / f"{name}.jsonl"

@@ -199,7 +199,7 @@ def regret_curves(policies, env, steps: int, seeds=range(10), progress: bool = T
     seeds = list(seeds)
     if not policies or not seeds:
         raise ValueError("regret_curves needs at least one policy and one seed")
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a widget in notebooks: no stderr text in the rendered chapter
 
     bar = tqdm(total=len(policies) * len(seeds), desc="bandit runs", disable=not progress,
                mininterval=0.5)
