@@ -344,3 +344,39 @@ def test_naming_breakdown_splits_records_by_the_named_creature(world):
     assert list(table.index) == ["right name", "another name", "no name"]
     assert table.loc["right name", "queries"] == 2 and table.loc["right name", "accuracy"] == 1.0
     assert table.loc["another name", "accuracy"] == 0.0 and table.loc["no name", "share of queries"] == 0.25
+
+
+def test_shipped_reader_has_its_card_provenance_and_fits_40_mb():
+    import json
+
+    from kbvqa.reader.card import CARD_TARGETS
+    from kbvqa.reader.ship import READER_DIR, TENSOR_FILES, reader_fingerprint
+
+    names = TENSOR_FILES + ("reader.json", "curves.json", "card.json", "NOTICE")
+    assert [n for n in names if not (READER_DIR / n).is_file()] == []
+    assert sum(f.stat().st_size for f in READER_DIR.iterdir()) <= 40 * 2**20
+    card = json.loads((READER_DIR / "card.json").read_text())
+    assert card["fingerprint"] == reader_fingerprint()          # the card describes these weights
+    for key in ("commit", "date", "seed", "world_seed", "toyworld_version", "stages", "wall_minutes", "machine"):
+        assert card[key] not in (None, "", {}), key
+    ev = card["evaluation"]
+    assert ev["n_queries"] >= 200 and set(CARD_TARGETS) <= set(ev) and set(ev["targets_met"]) == set(CARD_TARGETS)
+    assert all(len(ev["records"][t]) == ev["n_queries"] for t in ("kbvqa_gold_passage", "kbvqa_10_passages"))
+    notice = (READER_DIR / "NOTICE").read_text()
+    assert "SmolLM2-135M-Instruct" in notice and "Apache" in notice
+    # the 49,152 x 576 table is never shipped: only the new tokens' rows
+    from safetensors.torch import load_file
+    assert load_file(str(READER_DIR / "new_embeddings.safetensors"))["rows"].shape[0] == 4
+
+
+def test_train_cli_overrides_are_typed_and_checked():
+    from kbvqa.reader.train import ReaderTrainConfig, config_overrides
+
+    got = config_overrides(["naming_steps=2000", "mixture_lr=1e-4", "mixture_batch=16"])
+    assert got == {"naming_steps": 2000, "mixture_lr": 1e-4, "mixture_batch": 16}
+    assert ReaderTrainConfig(**got).naming_steps == 2000
+    for bad in (["nope=1"], ["naming_steps"], ["weights=1"]):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            config_overrides(bad)
+    with pytest.raises(ValueError, match="positive"):
+        ReaderTrainConfig(**config_overrides(["naming_steps=0"]))

@@ -22,6 +22,7 @@ Leaves out: the architecture (``build.py``), shipping and loading (``ship.py``),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -317,6 +318,19 @@ class Trainer:
         return point
 
 
+def config_overrides(pairs) -> dict:
+    """``["naming_steps=2000", "mixture_lr=1e-4"]`` -> typed ``ReaderTrainConfig`` keyword arguments."""
+    fields = {f.name: f for f in dataclasses.fields(ReaderTrainConfig)}
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in fields or key in ("weights", "lora_targets", "device", "threads"):
+            raise ValueError(f"--set expects KEY=VALUE with KEY a scalar ReaderTrainConfig knob, got {pair!r}")
+        kind = type(getattr(ReaderTrainConfig(), key))
+        out[key] = kind(float(value)) if kind is int and "e" in value.lower() else kind(value)
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
     parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
@@ -324,8 +338,10 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
     parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
     args = parser.parse_args(argv)
-    config = ReaderTrainConfig(threads=args.threads, device=args.device)
+    config = ReaderTrainConfig(threads=args.threads, device=args.device, **config_overrides(args.set))
     trainer = Trainer(config, args.run_dir or default_run_dir())
     state = trainer.run(max_minutes=args.max_minutes)
     if state["stage"] == "done" and args.export is not None:
