@@ -143,3 +143,28 @@ def test_stage_recall_by_hand():
                                                  "fused_top1": 0.5, "passage_recall": 0.5}
     with pytest.raises(ValueError):
         stage_recall([q], [])
+
+
+def test_eq12_coarse_and_eq13_fusion_by_hand(toy):
+    """MOLT Eq. 12: top-K by <v_q, s_i> over every summary; Eq. 13: the top-K re-scored by MaxSim of
+    [E(T_q); E(I_q)] against [E(S_i); E(I_i)], best N kept."""
+
+    from kbvqa.data.schema import open_image
+    from kbvqa.retrieval.late_interaction import maxsim_loop
+
+    world, pipeline = toy
+    enc, q = pipeline.encoders, world.kbvqa_test[3]
+    v = enc.pooled(images=[open_image(q.image)]).float()[0]
+    s = enc.pooled(texts=[d.summary or d.title for d in world.documents]).float()
+    by_hand = sorted(zip((d.id for d in world.documents), (s @ v).tolist()), key=lambda x: -x[1])[:8]
+    coarse = pipeline.coarse(q.image)
+    assert [d for d, _ in coarse] == [d for d, _ in by_hand]
+    assert all(abs(a - b) < 1e-4 for (_, a), (_, b) in zip(coarse, by_hand))
+    query = enc.encode_queries([open_image(q.image)], [q.question])[0]
+    docs = {d.id: d for d in world.documents}
+    scores = {d: float(maxsim_loop(query, enc.encode_queries([open_image(pipeline.doc_image(docs[d]))],
+                                                             [docs[d].summary or docs[d].title])[0]))
+              for d, _ in coarse}
+    fused = pipeline.fuse(q.image, q.question, coarse)
+    assert [d for d, _ in fused] == sorted(scores, key=lambda d: -scores[d])[:4]
+    assert all(abs(x - scores[d]) < 1e-3 for d, x in fused)

@@ -102,7 +102,13 @@ def _tokens_and_pooled(encoders, kind: str, inputs: list) -> tuple[list[torch.Te
 
 def encode_items(encoders, items: Sequence) -> EncodedItems:
     """Encode the question text and image of each item (a ``Query`` / ``KBExample``; the answer is
-    never used, §3.3). Identical question texts are encoded once (toy questions repeat a lot)."""
+    never used, §3.3): E_T and E_I, one vector per token (Eq. 2), and the item as [E_T, E_I]
+    (``EncodedItems.tokens("hybrid")``, Eq. 3). Identical question texts are encoded once (toy
+    questions repeat a lot).
+
+    Appendix: RCTS | Eq. 2-3 |
+        tests/test_retrieval_hybrid.py::test_encode_items_dedups_texts_and_handles_items_without_image | rcts-eq2
+    """
     from kbvqa.data.schema import open_image
 
     items = list(items)
