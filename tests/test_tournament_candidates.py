@@ -148,7 +148,6 @@ def test_stage_recall_by_hand():
 def test_eq12_coarse_and_eq13_fusion_by_hand(toy):
     """MOLT Eq. 12: top-K by <v_q, s_i> over every summary; Eq. 13: the top-K re-scored by MaxSim of
     [E(T_q); E(I_q)] against [E(S_i); E(I_i)], best N kept."""
-
     from kbvqa.data.schema import open_image
     from kbvqa.retrieval.late_interaction import maxsim_loop
 
