@@ -294,7 +294,9 @@ class Trainer:
                     bar.close()
                     return self.state
             bar.close()
-            self.evaluate()
+            last = self.state["evals"][-1] if self.state["evals"] else {}
+            if (last.get("stage"), last.get("step")) != (stage, self.state["step"]):
+                self.evaluate()                 # the stage's final check, unless it just ran
             self._next_stage()
         return self.state
 
