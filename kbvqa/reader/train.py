@@ -148,6 +148,11 @@ class Trainer:
 
     def _resume(self, blob) -> None:
         self.state = blob["state"]
+        current = json.loads(json.dumps(asdict(self.config), default=str))
+        if self.state.get("config") != current:      # the knobs of THIS call are the ones that run now
+            self.state.setdefault("config_changes", []).append(
+                {"stage": self.state["stage"], "step": self.state["step"], "before": self.state.get("config")})
+            self.state["config"] = current
         if self.state["stage"] in ("naming", "mixture", "done"):
             self._wrap_lora()
         core = dict(self.vlm.core.named_parameters())
