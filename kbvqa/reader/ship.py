@@ -2,14 +2,12 @@
 
 Shipped (never the 135M base, which comes from PyPI, see ``base.py``):
 
-| file | what |
-|---|---|
-| ``vision.safetensors`` | the vision tower and the Idefics3 connector (float32) |
-| ``adapter.safetensors`` | the LoRA adapters on SmolLM2's linear layers (bfloat16) |
-| ``new_embeddings.safetensors`` | the rows of the four added tokens only (not the 49,152 x 576 table) |
-| ``reader.json`` | architecture (``ReaderConfig``), LoRA rank/alpha/targets, added tokens, chat template |
-| ``curves.json``, ``card.json`` | training history and the model card (``card.py``) |
-| ``NOTICE`` | the adapters derive from SmolLM2-135M-Instruct (Apache-2.0) |
+- ``vision.safetensors``: the vision tower and the Idefics3 connector (float32);
+- ``adapter.safetensors``: the LoRA adapters on SmolLM2's linear layers (bfloat16);
+- ``new_embeddings.safetensors``: the rows of the four added tokens only (not the 49,152 x 576 table);
+- ``reader.json``: architecture (``ReaderConfig``), LoRA rank/alpha/targets, added tokens, chat template;
+- ``curves.json``, ``card.json``: training history and the model card (``card.py``);
+- ``NOTICE``: the adapters derive from SmolLM2-135M-Instruct (Apache-2.0).
 
 ``load_reader(path)`` builds the architecture around the cached base, loads the shipped tensors and
 merges the adapters into the weights (a plain ``Idefics3ForConditionalGeneration`` that chapters

@@ -17,7 +17,7 @@ ranking; fine for a few thousand items); ``rescore=False`` stops after stage 1 (
 baseline, scores are cosines). Modes pick the tokens (and pooled vector) of an item:
 ``"text"`` = E_T only, ``"image"`` = E_I only, ``"hybrid"`` = [E_T; E_I] (Eq. 3; pooled: the
 normalised sum of the text and image vectors). Like the official code (yannqi/RCTS-RAG), a search
-retrieves k + |excluded| items and drops the query itself when it is in the knowledge base.
+retrieves k + len(excluded) items and drops the query itself when it is in the knowledge base.
 
 Differences from the official code: it uses PreFLMR (ViT-L) through ColBERT's PLAID engine, whose
 first stage is token-level centroid search over 8-bit compressed residuals; ours is a pooled-vector
@@ -207,7 +207,7 @@ class HybridIndex:
                exclude_ids: Sequence[str] = ()) -> SearchResult:
         """Top ``k`` items for one query token matrix [l_u, d] (in this index's mode). Stage 1 uses
         ``query_pooled`` [d] (default: the normalised mean of the query tokens). ``exclude_ids`` (e.g.
-        the query's own id) are retrieved and then dropped: k + |excluded| are fetched."""
+        the query's own id) are retrieved and then dropped: k + len(excluded) are fetched."""
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
         query = torch.as_tensor(query_tokens).float()
