@@ -293,6 +293,19 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     with pytest.raises(FileNotFoundError, match="make reader"):
         load_reader(out)
 
+    # a finished run goes back into naming for the extra steps a larger naming_steps gives
+    longer = dataclasses.replace(config, naming_steps=3)
+    again = Trainer(longer, run, world=world, base=tiny_base)
+    with pytest.raises(ValueError, match="reopened"):
+        again.reopen("vision")
+    assert again.reopen("naming") and (again.state["stage"], again.state["step"], again.state["round"]) == ("naming", 2, 1)
+    state = again.run(progress=False)
+    assert state["stage"] == "done"
+    second = [(c["stage"], c["step"]) for c in state["curves"] if c["round"] == 1]
+    assert second == [("naming", 2), ("mixture", 0), ("mixture", 1)]
+    assert state["mixture_offset"] == 2 * config.mixture_batch         # the mixture goes on to fresh examples
+    assert not Trainer(longer, run, world=world, base=tiny_base).reopen("naming")   # once per stage and folder
+
 
 @pytest.mark.slow
 def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
@@ -370,7 +383,8 @@ def test_shipped_reader_has_its_card_provenance_and_fits_40_mb():
 
 
 def test_train_cli_overrides_are_typed_and_checked():
-    from kbvqa.reader.train import ReaderTrainConfig, config_overrides
+    from kbvqa.reader.cli import config_overrides
+    from kbvqa.reader.train import ReaderTrainConfig
 
     got = config_overrides(["naming_steps=2000", "mixture_lr=1e-4", "mixture_batch=16"])
     assert got == {"naming_steps": 2000, "mixture_lr": 1e-4, "mixture_batch": 16}

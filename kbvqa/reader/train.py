@@ -21,8 +21,6 @@ Leaves out: the architecture (``build.py``), shipping and loading (``ship.py``),
 """
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import math
 import os
@@ -217,13 +215,36 @@ class Trainer:
         self._setup_stage()
         self.save()
 
+    def reopen(self, stage: str) -> bool:
+        """Go back to ``stage`` of a run that is past it, to train it longer (a warm restart).
+
+        The stage resumes at the step it ended on, so a larger ``<stage>_steps`` in the config gives
+        the extra steps, with the learning rate back near its peak on the new cosine (``lr_at``);
+        the stages after it then run again from step 0 (the mixture on fresh examples). Points
+        logged after a reopen carry ``round`` 1, 2, ... Applied once per stage and run folder (a
+        resumed call with the same ``--reopen`` goes on where it is); returns whether it reopened."""
+        if stage not in ("naming", "mixture"):
+            raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
+        s = self.state
+        if STAGES.index(s["stage"]) <= STAGES.index(stage) or any(r["to"] == stage for r in s.get("reopened", [])):
+            return False
+        done = [p["step"] for p in s["curves"] if p["stage"] == stage]
+        mixture_done = sum(1 for p in s["curves"] if p["stage"] == "mixture")
+        s.setdefault("reopened", []).append({"to": stage, "from_stage": s["stage"], "from_step": s["step"],
+                                             "at_step": max(done) + 1 if done else 0})
+        s["mixture_offset"] = s.get("mixture_offset", 0) + mixture_done * self.config.mixture_batch
+        s.update(stage=stage, step=max(done) + 1 if done else 0, round=s.get("round", 0) + 1)
+        self._setup_stage()
+        self.save()
+        return True
+
     def _set_lr(self, total: int) -> None:
         for g in self.optimizer.param_groups:
             g["lr"] = lr_at(self.state["step"], total, g["peak"], self.config.warmup_steps)
 
     def _log(self, loss: float, seconds: float, **extra) -> None:
         s = self.state
-        s["curves"].append({"stage": s["stage"], "step": s["step"], "loss": round(loss, 5),
+        s["curves"].append({"stage": s["stage"], "step": s["step"], "round": s.get("round", 0), "loss": round(loss, 5),
                             "lr": self.optimizer.param_groups[0]["lr"], "seconds": round(seconds, 2), **extra})
 
     # ------------------------------------------------------------------ one step per stage
@@ -271,8 +292,8 @@ class Trainer:
             total = {"vision": c.vision_steps, "naming": c.naming_steps, "mixture": c.mixture_steps}[stage]
             stream = None
             if stage == "mixture":
-                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights,
-                                              start=self.state["step"] * c.mixture_batch)
+                seen = self.state.get("mixture_offset", 0) + self.state["step"] * c.mixture_batch
+                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights, start=seen)
             bar = tqdm(total=total, initial=self.state["step"], desc=stage, disable=not progress, mininterval=30)
             self.vlm.model.train()
             while self.state["step"] < total:
@@ -316,7 +337,7 @@ class Trainer:
 
         t0 = time.time()
         self.vlm.model.eval()
-        point = {"stage": self.state["stage"], "step": self.state["step"],
+        point = {"stage": self.state["stage"], "step": self.state["step"], "round": self.state.get("round", 0),
                  **quick_checks(self, n=self.config.eval_n)}
         self.vlm.model.train()
         point["seconds"] = round(time.time() - t0, 1)
@@ -325,37 +346,7 @@ class Trainer:
         return point
 
 
-def config_overrides(pairs) -> dict:
-    """``["naming_steps=2000", "mixture_lr=1e-4"]`` -> typed ``ReaderTrainConfig`` keyword arguments."""
-    fields = {f.name: f for f in dataclasses.fields(ReaderTrainConfig)}
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or key not in fields or key in ("weights", "lora_targets", "device", "threads"):
-            raise ValueError(f"--set expects KEY=VALUE with KEY a scalar ReaderTrainConfig knob, got {pair!r}")
-        kind = type(getattr(ReaderTrainConfig(), key))
-        out[key] = kind(float(value)) if kind is int and "e" in value.lower() else kind(value)
-    return out
+if __name__ == "__main__":      # ``python -m kbvqa.reader.train`` is the command line of cli.py
+    from kbvqa.reader.cli import main
 
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
-    parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
-    parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
-    parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
-    args = parser.parse_args(argv)
-    config = ReaderTrainConfig(threads=args.threads, device=args.device, **config_overrides(args.set))
-    trainer = Trainer(config, args.run_dir or default_run_dir())
-    state = trainer.run(max_minutes=args.max_minutes)
-    if state["stage"] == "done" and args.export is not None:
-        from kbvqa.reader.ship import export
-
-        print(export(trainer, args.export))
-
-
-if __name__ == "__main__":
     main()

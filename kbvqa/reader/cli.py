@@ -1,0 +1,52 @@
+"""The reader's training command line: ``python -m kbvqa.reader.train`` (``make reader``).
+
+``--set KEY=VALUE`` overrides any scalar knob of ``ReaderTrainConfig`` (``config_overrides``);
+``--reopen naming`` takes a run that is past its naming stage back into it for the extra steps a
+larger ``naming_steps`` gives (``Trainer.reopen``), after which the mixture runs again; a resumed
+call goes on where the last one stopped, with the knobs it is given (recorded in the run's state).
+
+Leaves out: the stages themselves (``train.py``), shipping (``ship.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from kbvqa.reader.train import ReaderTrainConfig, Trainer, default_run_dir
+
+
+def config_overrides(pairs) -> dict:
+    """``["naming_steps=2000", "mixture_lr=1e-4"]`` -> typed ``ReaderTrainConfig`` keyword arguments."""
+    fields = {f.name: f for f in dataclasses.fields(ReaderTrainConfig)}
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in fields or key in ("weights", "lora_targets", "device", "threads"):
+            raise ValueError(f"--set expects KEY=VALUE with KEY a scalar ReaderTrainConfig knob, got {pair!r}")
+        kind = type(getattr(ReaderTrainConfig(), key))
+        out[key] = kind(float(value)) if kind is int and "e" in value.lower() else kind(value)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
+    parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
+    parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
+    parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
+    parser.add_argument("--reopen", choices=("naming", "mixture"), default=None,
+                        help="train a finished stage longer (with a larger --set <stage>_steps)")
+    args = parser.parse_args(argv)
+    config = ReaderTrainConfig(threads=args.threads, device=args.device, **config_overrides(args.set))
+    trainer = Trainer(config, args.run_dir or default_run_dir())
+    if args.reopen and trainer.reopen(args.reopen):
+        print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
+    state = trainer.run(max_minutes=args.max_minutes)
+    if state["stage"] == "done" and args.export is not None:
+        from kbvqa.reader.ship import export
+
+        print(export(trainer, args.export))
