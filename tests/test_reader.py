@@ -309,14 +309,15 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
 
 @pytest.mark.slow
 def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
-    from kbvqa.reader.card import CARD_TARGETS, DIRECT_ROWS, card_table, evaluate_card, live_kbvqa
+    from kbvqa.reader.card import CARD_TARGETS, DIRECT_ROWS, NAMING_ROWS, card_table, evaluate_card, live_kbvqa
 
     vlm = build_reader(SMALL, base=tiny_base)
     card = evaluate_card(vlm, world, n=2, image_size=56)
     assert set(CARD_TARGETS) <= set(card) and set(card["targets_met"]) == set(CARD_TARGETS)
     assert len(card["records"]["kbvqa_10_passages"]) == 2
     table = card_table(card, before={"kbvqa_gold_passage_acc": 0.525})
-    assert list(table.index) == list(CARD_TARGETS) + list(DIRECT_ROWS)
+    assert list(table.index) == list(CARD_TARGETS) + list(DIRECT_ROWS) + list(NAMING_ROWS)
+    assert card["naming"]["n"] == card["sizes"]["naming"] == len(card["records"]["naming"]) == 2
     assert table.loc["kbvqa_gold_passage_acc", "target"] == ">= 0.9"
     assert card["sizes"]["kbvqa_10_passages_direct"] == 2 and "<think>" in card["examples"]["kbvqa_10_passages"]["target"]
     assert "<think>" not in card["examples"]["kbvqa_10_passages_direct"]["target"]
@@ -337,12 +338,19 @@ def test_reader_pictures(world):
     assert len(draw_reader_curves(state).axes) == 3          # two stages + one twin axis
     with pytest.raises(ValueError, match="no curve"):
         draw_reader_curves({"curves": []})
+    from kbvqa.viz.reader import _round_offsets
+
+    reopened = ([{"step": i, "round": 0} for i in range(4)] + [{"step": i, "round": 1} for i in range(4, 6)]
+                + [{"step": i, "round": 2} for i in range(3)])
+    assert _round_offsets(reopened) == {0: 0, 1: 0, 2: 6}    # naming goes on at 4; a mixture rerun after 5
+    again = {"curves": [dict(p, stage="mixture", loss=1.0) for p in reopened], "evals": []}
+    assert any(line.get_linestyle() == "--" for line in draw_reader_curves(again).axes[0].lines)
     with pytest.raises(ValueError, match="multiple"):
         draw_image_tokens(np.zeros((100, 100, 3), dtype=np.uint8))
 
 
 def test_naming_breakdown_splits_records_by_the_named_creature(world):
-    from kbvqa.reader.card import named_creature, naming_breakdown
+    from kbvqa.reader.diagnose import named_creature, naming_breakdown
 
     assert named_creature("<think>The image shows the Desnusk, a driftfin.</think>") == "desnusk"
     assert named_creature("") is None and named_creature(None) is None and named_creature("3.3") is None
@@ -357,6 +365,38 @@ def test_naming_breakdown_splits_records_by_the_named_creature(world):
     assert list(table.index) == ["right name", "another name", "no name"]
     assert table.loc["right name", "queries"] == 2 and table.loc["right name", "accuracy"] == 1.0
     assert table.loc["another name", "accuracy"] == 0.0 and table.loc["no name", "share of queries"] == 0.25
+
+
+def test_naming_sentence_parsed_and_scored_part_by_part(world):
+    from kbvqa.reader.diagnose import NamingParse, card_views, parse_naming_sentence, score_naming
+
+    assert parse_naming_sentence("The image shows the Desnusk, a driftfin with pink zigzags.") == \
+        NamingParse("desnusk", "driftfin", "pink", "zigzags")
+    assert parse_naming_sentence("The image shows the desnusk.") == NamingParse("desnusk", None, None, None)
+    for junk in ("", None, 3, "<answer>12</answer>", "image shows"):
+        assert parse_naming_sentence(junk) == NamingParse(None, None, None, None)
+    views = card_views(world, 4)
+    assert len(views) == 4 and len({v for v, _ in views}) == 4
+    (v0, e0), (v1, e1), (v2, e2), (v3, e3) = views
+    look = next(x for x in world.lookalikes(e1.id) if x.colour == e1.colour)   # same family and colour
+    spec = world.views[v2]
+    clutter = next(e for e in world.entities if e.shape_seed == spec.distractors[0].look.shape_seed)
+    outputs = [f"The image shows the {e0.name}, a {e0.family} with {e0.colour} {e0.pattern}.",
+               f"The image shows the {look.name}, a {look.family} with {look.colour} {look.pattern}.",
+               f"The image shows the {clutter.name}, a {clutter.family} with {e2.colour} {e2.pattern}.",
+               "no idea"]
+    got = score_naming(outputs, views, world)
+    assert (got["n"], got["parsed"]) == (4, 3)
+    assert (got["name_acc"], got["family_acc"], got["colour_acc"], got["pattern_acc"]) == (0.25, 0.5, 0.75, 0.5)
+    assert (got["wrong_family"], got["wrong_family_is_clutter"]) == (1, 1)
+    assert [r["name"] for r in got["records"]] == [True, False, False, False]
+    with pytest.raises(ValueError, match="one output per view"):
+        score_naming(outputs[:2], views, world)
+    from kbvqa.viz.reader import draw_naming_parts
+
+    assert [t.get_text() for t in draw_naming_parts(got).axes[0].get_yticklabels()] == ["name", "family", "pattern", "colour"]
+    with pytest.raises(ValueError, match="part"):
+        draw_naming_parts({"n": 3})
 
 
 def test_shipped_reader_has_its_card_provenance_and_fits_40_mb():

@@ -21,25 +21,16 @@ Leaves out: training (``train.py``), the tiny model's older card (``kbvqa.models
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import torch
 
-
-def _test_views(world, n: int):
-    seen, out = set(), []
-    for q in world.kbvqa_test:
-        if q.meta["view_id"] not in seen:
-            seen.add(q.meta["view_id"])
-            out.append((q.meta["view_id"], world.entity(q.meta["entity_id"])))
-    return out[:: max(1, len(out) // n)][:n]
+from kbvqa.reader.diagnose import card_views, naming_attributes
 
 
 def vision_entity_acc(trainer, n: int = 200) -> float:
     from kbvqa.reader.tasks import to_pixels
 
-    views = _test_views(trainer.world, n)
+    views = card_views(trainer.world, n)
     size = trainer.config.image_size
     pics = np.stack([np.asarray(trainer.world.image_of(v).resize((size, size))) for v, _ in views])
     pixels = to_pixels(torch.from_numpy(pics)).to(trainer.device)
@@ -52,7 +43,7 @@ def naming_acc(vlm, world, n: int, image_size: int) -> float:
     from kbvqa.prompts.formats import view_ref
     from kbvqa.reader.tasks import naming_example
 
-    views = _test_views(world, n)
+    views = card_views(world, n)
     prompts = [naming_example(view_ref(world, v, image_size), e).prompt for v, e in views]
     outs = vlm.generate(prompts, max_new_tokens=16, temperature=0, batch_size=16)
     return float(np.mean([f" {e.name}" in f" {o[0]}".lower() for o, (_, e) in zip(outs, views)]))
@@ -90,6 +81,8 @@ KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
 # direct-answer prompt (E-VQA's style, 16 tokens) is measured beside it as the *_direct rows.
 KBVQA_STYLE, KBVQA_TOKENS = "reag", {"reag": 64, "evqa": 16}
 DIRECT_ROWS = ("kbvqa_gold_passage_direct_acc", "kbvqa_10_passages_direct_acc")
+# "Which creature is this?" on test views, part by part (``diagnose.score_naming``): reported rows
+NAMING_ROWS = ("naming_name_acc", "naming_family_acc", "naming_colour_acc", "naming_pattern_acc")
 
 
 def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
@@ -198,6 +191,11 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
     ours, base = serts_recall(world, sets["serts_query"], outs)
     card["serts_query_recall"], card["serts_question_recall"] = ours, base
     card["serts_query_recall_gain"] = ours - base
+    naming = naming_attributes(vlm, world, n=n, image_size=image_size, batch_size=batch_size)
+    card["records"]["naming"] = naming.pop("records")
+    card["naming"] = naming
+    card.update({f"naming_{part}_acc": naming[f"{part}_acc"] for part in ("name", "family", "colour", "pattern")})
+    card["sizes"]["naming"] = naming["n"]
     card["targets_met"] = {k: _meets(card[k], *CARD_TARGETS[k]) for k in CARD_TARGETS}
     return card
 
@@ -217,35 +215,6 @@ def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) 
                              batch_size=batch_size)
         out[task] = [kbvqa_official_correct(parse_think_answer(t[0]).answer, e.meta) for t, e in zip(texts, examples)]
     return out
-
-
-_NAMED = re.compile(r"image shows (?:the |a |an )?([a-z]+)", re.IGNORECASE)
-
-
-def named_creature(output: str) -> str | None:
-    """The creature a ReAG-style rationale names ("The image shows the desnusk, ..."), or ``None``."""
-    m = _NAMED.search(output or "")
-    return m.group(1).lower() if m else None
-
-
-def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages"):
-    """Why a think-then-answer KB-VQA row is right or wrong: for each of its records, did the
-    rationale name the pictured creature (right name / another name / no name), and was the answer
-    right? Returns a table of counts and the answer accuracy per naming outcome."""
-    import pandas as pd
-
-    queries = {q.id: q for q in world.kbvqa_test}
-    rows = []
-    for r in evaluation["records"][task]:
-        truth = world.entity(queries[r["query_id"]].meta["entity_id"]).name.lower()
-        named = named_creature(r["output"])
-        kind = "no name" if named is None else ("right name" if named == truth else "another name")
-        rows.append({"naming": kind, "correct": bool(r["correct"])})
-    frame = pd.DataFrame(rows)
-    table = frame.groupby("naming")["correct"].agg(queries="count", answers_right="sum", accuracy="mean")
-    table["share of queries"] = table["queries"] / len(frame)
-    order = [k for k in ("right name", "another name", "no name") if k in table.index]
-    return table.loc[order].round(3)
 
 
 def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) -> dict:
@@ -283,9 +252,9 @@ def card_table(evaluation: dict, before: dict | None = None):
                      "target": f"{op} {target}", "met": None if value is None else _meets(value, op, target)}
         if before is not None:
             rows[key]["1.45M model (from scratch)"] = before.get(key)
-    for key in DIRECT_ROWS:        # reported beside the card's rows, without a target of their own
+    for key in DIRECT_ROWS + NAMING_ROWS:     # reported beside the card's rows, without targets of their own
         if evaluation.get(key) is not None:
-            size = evaluation["sizes"].get(key.removesuffix("_acc"), n)
+            size = evaluation["sizes"].get("naming" if key in NAMING_ROWS else key.removesuffix("_acc"), n)
             low, high = wilson_interval(round(evaluation[key] * size), size)
             rows[key] = {"reader": round(evaluation[key], 3), "95 % interval": f"[{low:.2f}, {high:.2f}]",
                          "target": "(reported)", "met": None}
@@ -310,7 +279,7 @@ def write_card(path, evaluation: dict, world=None) -> dict:
     stages = {}
     for point in state["curves"]:
         entry = stages.setdefault(point["stage"], {"steps": 0, "seconds": 0.0})
-        entry["steps"] = max(entry["steps"], point["step"] + 1)
+        entry["steps"] += 1                 # one point per step, in every round (Trainer.reopen)
         entry["seconds"] += point["seconds"]
     card = {"commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seed": config["seed"], "world_seed": config["world_seed"],
@@ -319,7 +288,8 @@ def write_card(path, evaluation: dict, world=None) -> dict:
             "wall_minutes": round(state["wall_s"] / 60, 1), "fingerprint": reader_fingerprint(path),
             "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                         "torch": torch.__version__, "threads": config["threads"]},
-            "config": config, "targets": {k: list(v) for k, v in CARD_TARGETS.items()}, "evaluation": evaluation}
+            "reopened": state.get("reopened", []), "config": config,
+            "targets": {k: list(v) for k, v in CARD_TARGETS.items()}, "evaluation": evaluation}
     (path / "card.json").write_text(json.dumps(card, indent=1, default=str))
     return card
 

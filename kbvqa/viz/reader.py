@@ -60,8 +60,20 @@ def _smooth(values, window: int):
     return np.concatenate([head, np.convolve(values, kernel, mode="valid")])
 
 
+def _round_offsets(points) -> dict:
+    """x offset per round so that a reopened stage (``Trainer.reopen``) continues to the right:
+    a round whose steps start again from 0 (the mixture after a reopen) goes after the last one."""
+    offsets, last = {}, -1
+    for r in sorted({p.get("round", 0) for p in points}):
+        steps = [p["step"] for p in points if p.get("round", 0) == r]
+        offsets[r] = 0 if min(steps) > last else last + 1 - min(steps)
+        last = max(steps) + offsets[r]
+    return offsets
+
+
 def draw_reader_curves(state: dict, width: float = 12.0):
-    """Training loss and test-split checks of each stage in ``state`` (``curves.json`` of a run)."""
+    """Training loss and test-split checks of each stage in ``state`` (``curves.json`` of a run);
+    a stage trained again after a reopen goes on to the right of a dashed line."""
     import matplotlib.pyplot as plt
 
     stages = [s for s in STAGE_TITLES if any(c["stage"] == s for c in state["curves"])]
@@ -70,17 +82,24 @@ def draw_reader_curves(state: dict, width: float = 12.0):
     fig, axes = plt.subplots(1, len(stages), figsize=(width, 3.6), squeeze=False)
     for ax, stage in zip(axes[0], stages):
         points = [c for c in state["curves"] if c["stage"] == stage]
-        steps = [c["step"] for c in points]
+        offsets = _round_offsets(points)
+        steps = [c["step"] + offsets[c.get("round", 0)] for c in points]
         window = max(1, len(points) // 40)
         ax.plot(steps, _smooth([c["loss"] for c in points], window), color="tab:blue", lw=1.2)
         ax.set(title=STAGE_TITLES[stage], xlabel="step", ylabel="training loss")
+        for r in sorted(offsets)[1:]:
+            start = min(c["step"] for c in points if c.get("round", 0) == r) + offsets[r]
+            ax.axvline(start, color="grey", ls="--", lw=0.8)
+            ax.annotate(f"reopened (round {r})", (start, 1.0), xycoords=("data", "axes fraction"),
+                        fontsize=7, color="grey", ha="left", va="top")
         checks = [e for e in state.get("evals", []) if e["stage"] == stage]
         keys = [k for k in CHECK_LABELS if any(k in e for e in checks)]
         if keys:
             twin = ax.twinx()
             for key in keys:
                 rows = [e for e in checks if key in e]
-                twin.plot([e["step"] for e in rows], [e[key] for e in rows], marker="o", ms=3, label=CHECK_LABELS[key])
+                xs = [e["step"] + offsets.get(e.get("round", 0), 0) for e in rows]
+                twin.plot(xs, [e[key] for e in rows], marker="o", ms=3, label=CHECK_LABELS[key])
             twin.set(ylim=(-0.02, 1.02), ylabel="share right (test split)")
             twin.legend(fontsize=8, loc="center right")
     fig.tight_layout()
@@ -114,4 +133,22 @@ def draw_tiny_training_curves(curves: dict):
         ax_eval.legend(fontsize=8)
     fig.tight_layout()
     plt.close(fig)  # shown once, as the notebook cell's value
+    return fig
+
+
+def draw_naming_parts(scores: dict, title: str = "What the naming sentence gets right"):
+    """Horizontal bars: the share of naming sentences right in each part (``diagnose.score_naming``)."""
+    import matplotlib.pyplot as plt
+
+    parts = [p for p in ("colour", "pattern", "family", "name") if f"{p}_acc" in scores]
+    if not parts:
+        raise ValueError("no <part>_acc entries to draw (expected diagnose.score_naming's result)")
+    values = [scores[f"{p}_acc"] for p in parts]
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(parts) + 0.9))
+    ax.barh(parts[::-1], values[::-1], color="tab:blue")
+    for y, v in enumerate(values[::-1]):
+        ax.text(min(v, 0.9) + 0.01, y, f"{v:.2f}", va="center", fontsize=8)
+    ax.set(xlim=(0, 1), xlabel=f"share right ({scores.get('n', '?')} test views, greedy)", title=title)
+    fig.tight_layout()
+    plt.close(fig)
     return fig

@@ -1,0 +1,114 @@
+"""Why the reader is right or wrong: what its rationales and naming sentences say about the picture.
+
+- ``named_creature`` / ``naming_breakdown``: split a think-then-answer KB-VQA row of the card by
+  the creature its rationale names (the pictured one, another one, none) and give the accuracy of
+  each part. With ten passages a wrong name means the answer is read from a look-alike's passage.
+- ``parse_naming_sentence`` / ``score_naming`` / ``naming_attributes``: the reader's answer to
+  "Which creature is this?" ("The image shows the <name>, a <family> with <colour> <pattern>.")
+  scored part by part on test views: the name, the family (the silhouette), the colour and the
+  pattern, and whether a wrong family is that of a clutter creature in the same picture. A reader
+  that gets the colour right but not the family sees colour and not shape: the next training
+  budget goes to the silhouette, not to reading.
+
+Every parser returns a defined result on any string. Leaves out: the card itself (``card.py``).
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_NAMED = re.compile(r"image shows (?:the |a |an )?([a-z]+)", re.IGNORECASE)
+_SENTENCE = re.compile(r"image shows (?:the |a |an )?([a-z]+),? (?:an? )?([a-z]+) with ([a-z]+) ([a-z]+)",
+                       re.IGNORECASE)
+PARTS = ("name", "family", "colour", "pattern")
+
+
+def named_creature(output: str) -> str | None:
+    """The creature a ReAG-style rationale names ("The image shows the desnusk, ..."), or ``None``."""
+    m = _NAMED.search(output or "")
+    return m.group(1).lower() if m else None
+
+
+def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages"):
+    """Why a think-then-answer KB-VQA row is right or wrong: for each of its records, did the
+    rationale name the pictured creature (right name / another name / no name), and was the answer
+    right? Returns a table of counts and the answer accuracy per naming outcome."""
+    import pandas as pd
+
+    queries = {q.id: q for q in world.kbvqa_test}
+    rows = []
+    for r in evaluation["records"][task]:
+        truth = world.entity(queries[r["query_id"]].meta["entity_id"]).name.lower()
+        named = named_creature(r["output"])
+        kind = "no name" if named is None else ("right name" if named == truth else "another name")
+        rows.append({"naming": kind, "correct": bool(r["correct"])})
+    frame = pd.DataFrame(rows)
+    table = frame.groupby("naming")["correct"].agg(queries="count", answers_right="sum", accuracy="mean")
+    table["share of queries"] = table["queries"] / len(frame)
+    order = [k for k in ("right name", "another name", "no name") if k in table.index]
+    return table.loc[order].round(3)
+
+
+def card_views(world, n: int) -> list:
+    """``n`` distinct test views spread over the KB-VQA test split, as ``(view_id, entity)`` pairs."""
+    seen, out = set(), []
+    for q in world.kbvqa_test:
+        if q.meta["view_id"] not in seen:
+            seen.add(q.meta["view_id"])
+            out.append((q.meta["view_id"], world.entity(q.meta["entity_id"])))
+    return out[:: max(1, len(out) // n)][:n]
+
+
+class NamingParse(NamedTuple):
+    name: str | None
+    family: str | None
+    colour: str | None
+    pattern: str | None
+
+
+def parse_naming_sentence(text) -> NamingParse:
+    """"The image shows the desnusk, a driftfin with pink zigzags." -> its four parts, lower case;
+    a part that is not there is ``None`` (a sentence with the name alone gives the name alone)."""
+    text = text if isinstance(text, str) else ""
+    m = _SENTENCE.search(text)
+    if m:
+        return NamingParse(*(g.lower() for g in m.groups()))
+    return NamingParse(named_creature(text), None, None, None)
+
+
+def score_naming(outputs, views, world) -> dict:
+    """Score naming sentences against the pictured creatures: ``outputs[i]`` answers ``views[i]``,
+    a ``(view_id, entity)`` pair. Returns the share right of each part (``name_acc`` ...), the
+    number of sentences that parse, the wrong families and how many of them belong to a clutter
+    creature of the picture (``wrong_family_is_clutter``), and one record per view."""
+    if len(outputs) != len(views) or not views:
+        raise ValueError(f"need one output per view and at least one view, got {len(outputs)} and {len(views)}")
+    family_of_shape = {e.shape_seed: e.family for e in world.entities}
+    records, wrong_family, clutter = [], 0, 0
+    for text, (view_id, entity) in zip(outputs, views):
+        said = parse_naming_sentence(text)
+        truth = NamingParse(entity.name, entity.family, entity.colour, entity.pattern)
+        right = {part: getattr(said, part) == getattr(truth, part) for part in PARTS}
+        if said.family is not None and not right["family"]:
+            wrong_family += 1
+            spec = world.views.get(view_id) if hasattr(world.views, "get") else None
+            others = {family_of_shape.get(d.look.shape_seed) for d in getattr(spec, "distractors", ())}
+            clutter += said.family in others
+        records.append({"view_id": view_id, "entity": entity.name, "output": text, **right})
+    n = len(records)
+    return {"n": n, "parsed": sum(parse_naming_sentence(t).family is not None for t in outputs),
+            **{f"{part}_acc": sum(r[part] for r in records) / n for part in PARTS},
+            "wrong_family": wrong_family, "wrong_family_is_clutter": clutter, "records": records}
+
+
+def naming_attributes(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16) -> dict:
+    """Ask the reader "Which creature is this?" on ``n`` test views (greedy) and ``score_naming``."""
+    from kbvqa.prompts.formats import view_ref
+    from kbvqa.reader.tasks import naming_example
+
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    views = card_views(world, n)
+    prompts = [naming_example(view_ref(world, v, image_size), e).prompt for v, e in views]
+    outs = vlm.generate(prompts, max_new_tokens=20, temperature=0, batch_size=batch_size)
+    return score_naming([o[0] for o in outs], views, world)
