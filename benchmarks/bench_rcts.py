@@ -12,7 +12,7 @@ and prints the RCTS / Vanilla-RAG ratios (goal: RCTS <= 8x Vanilla-RAG in wall t
 early-stop rate. A naive loop would make ~71 requests per query (the official code's count:
 1 zero-shot + 10 leaves x (1 simulation + 1 self-check + 5 mutual references)); here every step's
 samples share one batched call. Candidates come from the experiment's cached retrieval
-(``kbvqa.experiments.rcts_toy.load_retrieval``, computed on first use, ~1 min).
+(``kbvqa.rcts.settings.load_retrieval``, computed on first use, ~1 min).
 
 ``rows()`` returns the table's ratios and counts, ``main`` prints them.
 Run: ``python benchmarks/bench_rcts.py [--queries 20] [--full 4]``. One thread, so the numbers do
@@ -35,11 +35,11 @@ def _timed(fn):
 
 def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
-    from kbvqa.experiments.rcts_toy import load_retrieval
     from kbvqa.models.checkpoints import load_vlm
     from kbvqa.rcts.baselines import vanilla_rag
     from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
     from kbvqa.rcts.prompts import CallCounter, MCPromptBuilder
+    from kbvqa.rcts.settings import load_retrieval
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=20, help="queries for Vanilla-RAG and RCTS")

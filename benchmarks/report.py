@@ -61,7 +61,7 @@ def provenance() -> dict:
     return {
         "commit": _git("rev-parse", "HEAD") or "unknown",
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-        "date_utc": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "date_utc": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "machine": platform.node(),
         "platform": platform.platform(),
         "cpu": _cpu_model(),

@@ -22,7 +22,21 @@ from pathlib import Path
 PROFILES = ("cpu", "gpu")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = REPO_ROOT / "data"  # shipped artefacts (tiny checkpoint, encoders, result tables)
+
+
+def data_dir() -> Path:
+    """Where the shipped artefacts are (the reader, the tiny checkpoint, encoders, result tables).
+
+    ``data/`` stays at the repository's top level; ``kbvqa/_data`` is a symbolic link to it, listed
+    as package data, so that a built wheel carries the files themselves (setuptools copies what the
+    link points to) and one path serves both installs: in a checkout or an editable install it
+    resolves to ``<repo>/data``, in a wheel it is ``site-packages/kbvqa/_data``. A checkout without
+    symbolic links (the link is then a small text file) falls back to ``<repo>/data``."""
+    packaged = Path(__file__).resolve().parent / "_data"
+    return packaged.resolve() if packaged.is_dir() else REPO_ROOT / "data"
+
+
+DATA_DIR = data_dir()
 
 
 def is_ci() -> bool:

@@ -114,3 +114,17 @@ def test_loss_falls_in_a_few_steps(task, loss_on, tmp_path):
     first, last = record["curve"][0], record["curve"][-1]
     assert last["train_loss"] < first["train_loss"] - 0.2
     assert (tmp_path / f"{cfg.name}.json").exists() and record["steps_done"] == 30
+
+
+def test_assoc_recall_table_reads_every_committed_run(tmp_path):
+    import json
+
+    from kbvqa.models.from_scratch import ASSOC_RECALL_DIR, assoc_recall_table
+
+    committed = sorted(ASSOC_RECALL_DIR.glob("*.json"))
+    assert committed and assoc_recall_table().count("\n") == len(committed) + 1
+    record = {"config": {"name": "x", "task": "kv", "min_pairs": 0, "num_pairs": 8, "hidden_size": 64,
+                         "num_layers": 2, "lr": 1e-3, "loss_on": "answers"},
+              "steps_done": 10, "wall_s": 60, "steps_per_s": 2.0, "final_acc": 0.5}
+    (tmp_path / "x.json").write_text(json.dumps(record))
+    assert assoc_recall_table(tmp_path).splitlines()[-1] == "| x | kv | 8 | 64x2 | 0.001 | answers | 10 | 1.0 | 2.0 | 0.500 | - |"

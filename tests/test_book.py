@@ -56,6 +56,8 @@ def test_notebook_hygiene(nb_path):
     code = [c for c in cells if c["cell_type"] == "code"]
     assert not any(c.get("outputs") for c in code), "strip outputs before committing"
     assert not any(c.get("execution_count") for c in code), "strip execution counts"
+    ids = [c.get("id") for c in cells]              # nbformat 4.5: a missing id becomes a hard error
+    assert all(ids) and len(set(ids)) == len(ids), "every cell needs its own id"
     # First code cell installs the package in Colab, from the repository the launch buttons use.
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     first = "".join(code[0]["source"])

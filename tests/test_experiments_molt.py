@@ -1,11 +1,11 @@
-"""MOLT's training experiment (kbvqa.experiments.molt_training / molt_results): evaluation sets with
+"""MOLT's training experiment (kbvqa.molt.experiment / kbvqa.molt.results): evaluation sets with
 simulated scores, the scripted judges' ladders and Eq. 8 scores, the tables next to the paper's
 Tab. 5/6, the live-agreement check, the reward-curve figure and the committed table."""
 from __future__ import annotations
 
 import pytest
 
-from kbvqa.experiments.molt_training import MOLTExperimentConfig, eval_sets, noisy_comparator, scripted_records
+from kbvqa.molt.experiment import MOLTExperimentConfig, eval_sets, noisy_comparator, scripted_records
 from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
 from kbvqa.molt.results import (
     RESULTS_DIR,

@@ -204,7 +204,8 @@ def test_real_data_rows_and_figures(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kbvqa.experiments.rcts_real import accuracy_table, scienceqa_rows
+    from kbvqa.rcts.results import accuracy_table
+    from kbvqa.rcts.settings import scienceqa_rows
     from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_diagnostics, draw_rcts_main
 
     assert scienceqa_rows(FakeVLM(), n_queries=0) == {}           # cpu profile: nothing is loaded
@@ -224,7 +225,7 @@ def test_real_data_rows_and_figures(tmp_path):
 def test_scienceqa_rows_on_the_offline_samples():
     from _samples import sample
 
-    from kbvqa.experiments.rcts_real import scienceqa_rows
+    from kbvqa.rcts.settings import scienceqa_rows
 
     root = sample("scienceqa")
     records = scienceqa_rows(FakeVLM(), n_queries=2, n_kb=8, runs=("vanilla_rag", "rcts"), root=root)

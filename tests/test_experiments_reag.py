@@ -1,4 +1,4 @@
-"""Tests of the ReAG ablation ladder (kbvqa.experiments.reag_ladder*): rung definitions, the passages
+"""Tests of the ReAG ablation ladder (kbvqa.reag.ladder, kbvqa.experiments.reag_ladder): rung definitions, the passages
 each rung reads, evaluation with a fake generator, aggregation, the live agreement check and the
 committed table. No model is trained or loaded here."""
 from __future__ import annotations
@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from kbvqa.experiments import reag_ladder as ladder
-from kbvqa.experiments.reag_ladder import LadderConfig, rung_fingerprint, rung_passages
+from kbvqa.experiments.reag_ladder import rung_fingerprint
+from kbvqa.reag import ladder
 from kbvqa.reag import results as res
+from kbvqa.reag.ladder import LadderConfig, rung_passages
 from kbvqa.reag.results import RUNGS, Rung
 
 
@@ -201,7 +202,7 @@ def test_committed_table_matches_its_records():
 
 
 def test_real_subset_is_a_no_op_at_n_zero_and_checks_its_arguments():
-    from kbvqa.experiments.reag_ladder_real import real_subset_ladder
+    from kbvqa.reag.ladder import real_subset_ladder
 
     assert real_subset_ladder("infoseek", 0) == {}
     for bad in (dict(name="scienceqa"), dict(n=-1)):
@@ -210,7 +211,7 @@ def test_real_subset_is_a_no_op_at_n_zero_and_checks_its_arguments():
 
 
 def test_knowledge_base_looks_passages_up(world):
-    from kbvqa.experiments.reag_ladder_real import KnowledgeBase
+    from kbvqa.reag.ladder import KnowledgeBase
 
     kb = KnowledgeBase(world.documents[:3])
     p = world.documents[2].passages[1]

@@ -1,4 +1,4 @@
-"""Tests of the SeRTS experiments (kbvqa.experiments.serts_experiment / serts_results): methods and the
+"""Tests of the SeRTS experiments (kbvqa.serts.experiment / results, the runner's run file): methods and the
 paper's tables, one chunk with the scripted models and a FAKE answerer (records, repeatability),
 aggregation over seeds, the live agreement check, files, figures and the committed table. No model is
 loaded here."""
@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kbvqa.experiments import serts_experiment as ex
+from kbvqa.experiments.serts_experiment import write_run
+from kbvqa.serts import experiment as ex
 from kbvqa.serts import results as res
 
 
@@ -139,7 +140,7 @@ def test_files_and_figures_roundtrip(tmp_path, chunk):
     records = chunk[1]
     out = res.summarise({"scripted": records, "tiny": records})
     res.write_results(out, tmp_path)
-    ex.write_run(tmp_path / "runs" / "scripted.jsonl", {"setup": "scripted"}, records)
+    write_run(tmp_path / "runs" / "scripted.jsonl", {"setup": "scripted"}, records)
     assert res.load_results(tmp_path) == out and res.load_records("scripted", tmp_path) == records
     assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(res.METHODS)
     assert res.table(out, "tiny", "tab9")[0]["vs reflection Sim 6"] == 1.0

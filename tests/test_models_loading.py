@@ -220,3 +220,45 @@ def test_load_vlm_reader_role(monkeypatch):
     assert "reader" in calls and "hub" not in calls
     load_vlm("reader", Profile("gpu", "cuda", 4.0, 10))
     assert calls["hub"] == ("HuggingFaceTB/SmolVLM-256M-Instruct", {"device": "cuda"})
+
+
+@pytest.mark.parametrize("capability, expected", [((7, 5), torch.float16), ((8, 0), torch.bfloat16),
+                                                  ((9, 0), torch.bfloat16)])
+def test_half_precision_follows_native_bf16_not_emulation(monkeypatch, capability, expected):
+    """A T4 (7.5) emulates bfloat16 (``is_bf16_supported()`` says True there): it computes in float16."""
+    from kbvqa.models.loading import half_dtype, resolve_dtype
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    cuda = torch.device("cuda")
+    assert half_dtype(cuda) == resolve_dtype(None, cuda) == expected
+    assert resolve_dtype(None, torch.device("cpu")) == torch.float32
+    assert resolve_dtype("float16", cuda) == torch.float16
+
+
+def test_checkpoint_override_points_roles_at_local_folders(monkeypatch, tmp_path):
+    """KBVQA_CHECKPOINTS: a machine without the hub points roles at local folders; others keep hub ids."""
+    import json
+
+    from kbvqa.config import Profile
+    from kbvqa.models import VLM, load_vlm
+    from kbvqa.models.checkpoints import GPU_CHECKPOINTS, checkpoint_overrides, gpu_checkpoint
+
+    calls = []
+    monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.append(p)))
+    monkeypatch.setenv("KBVQA_CHECKPOINTS", f"critic={tmp_path / 'critic'}, judge = /models/judge")
+    load_vlm("critic", Profile("gpu", "cuda", 4.0, 10))
+    assert calls == [str(tmp_path / "critic")] and gpu_checkpoint("judge") == "/models/judge"
+    assert gpu_checkpoint("generator") == GPU_CHECKPOINTS["generator"]
+    file = tmp_path / "roles.json"
+    file.write_text(json.dumps({"reader": str(tmp_path / "reader")}))
+    monkeypatch.setenv("KBVQA_CHECKPOINTS", str(file))
+    assert gpu_checkpoint("reader") == str(tmp_path / "reader")
+    assert checkpoint_overrides("") == {} and checkpoint_overrides("  ") == {}
+    for bad, match in [("oracle=/x", "unknown roles"), ("critic=", "not role=value"), ("=x", "not role=value"),
+                       (str(tmp_path / "missing.json"), "neither"), ]:
+        with pytest.raises(ValueError, match=match):
+            checkpoint_overrides(bad)
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="JSON object"):
+        checkpoint_overrides(str(tmp_path / "list.json"))

@@ -179,7 +179,7 @@ def test_bad_calls_raise():
 
 
 def test_ablation_rows_are_valid_and_summarised():
-    from kbvqa.experiments.pipeline_results import ROW_BY_NAME, ROWS, summarise
+    from kbvqa.pipeline.results import ROW_BY_NAME, ROWS, summarise
 
     assert all(r.versus is None or r.versus in ROW_BY_NAME for r in ROWS)
     records = {"reader_alone": [{"id": "a", "answer_type": "string", "correct": False, "passages": 0,
@@ -194,7 +194,7 @@ def test_ablation_rows_are_valid_and_summarised():
 
 
 def test_where_lost_names_the_first_stage_that_lost_the_evidence():
-    from kbvqa.experiments.pipeline_results import LOSSES, where_lost
+    from kbvqa.pipeline.results import LOSSES, where_lost
 
     def rec(flags, correct=False):
         return dict(zip(("ev_retrieved", "ev_critic", "ev_candidates", "ev_context"), flags), correct=correct)
@@ -207,7 +207,7 @@ def test_where_lost_names_the_first_stage_that_lost_the_evidence():
 
 
 def test_committed_table_matches_its_records():
-    from kbvqa.experiments.pipeline_results import RESULTS_DIR, ROW_BY_NAME, load_records, load_results, summarise
+    from kbvqa.pipeline.results import RESULTS_DIR, ROW_BY_NAME, load_records, load_results, summarise
 
     if not (RESULTS_DIR / "results.json").exists():
         pytest.skip("no committed pipeline ablation")

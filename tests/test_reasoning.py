@@ -310,7 +310,7 @@ def test_figures_and_contrast_pairs():
 
 # --- the committed experiment -----------------------------------------------------------------------
 def test_toy_check_summary_reads_scored_candidates():
-    from kbvqa.experiments.rcts_contexts import answer_letters, toy_check_summary
+    from kbvqa.rcts.context_kb import answer_letters, toy_check_summary
 
     assert answer_letters([mc("a")] * 3, ["The answer is A.", "The answer is A.", "nothing"]) == {"A": 2, "None": 1}
 
@@ -326,7 +326,7 @@ def test_toy_check_summary_reads_scored_candidates():
 
 
 def test_committed_results_agree_with_their_kb_file():
-    from kbvqa.experiments.rcts_contexts import RESULTS_DIR, load_results
+    from kbvqa.rcts.context_kb import RESULTS_DIR, load_results
 
     if not (RESULTS_DIR / "results.json").exists():
         pytest.skip("no committed reasoning-context run")

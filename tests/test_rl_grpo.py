@@ -288,3 +288,28 @@ def test_grpo_steps_change_the_weights_repeat_with_a_seed_and_raise_the_rewarded
     assert changed and not any(".visual." in n and ".merger." not in n for n in changed)   # vision frozen
     assert all(torch.equal(p, q) for p, q in zip(v1.model.parameters(), v2.model.parameters()))
     assert red_logprob(v1, prompt) > red_logprob(base, prompt)
+
+
+def test_losses_move_advantages_and_masks_to_the_logprobs_device(monkeypatch):
+    """Advantages and masks built on the CPU meet log-probabilities from a GPU model (issue: mixed
+    devices raised in chapters 18, 22, 23). The meta device stands in for the GPU here: arithmetic
+    between a meta and a CPU tensor raises, exactly as CUDA and CPU do."""
+    import importlib
+
+    from kbvqa.rl.ppo import ppo_objective
+
+    gl = importlib.import_module("kbvqa.rl.grpo_loss")     # the module (kbvqa.rl.grpo_loss is also the function)
+
+    on_gpu = torch.zeros(2, 3, device="meta")
+    with pytest.raises(RuntimeError):
+        on_gpu * torch.ones(2, 1)
+    loss, ratio = gl.clipped_token_loss(on_gpu, torch.zeros(2, 3), torch.ones(2))
+    assert loss.device.type == ratio.device.type == "meta"
+    objective, _ = ppo_objective(on_gpu, torch.zeros(2, 3), torch.ones(2), torch.ones(2, 3))
+    assert objective.device.type == "meta"
+    seen = []
+    real = gl.to_device_of
+    monkeypatch.setattr(gl, "to_device_of", lambda ref, *ts: seen.append((ref, ts)) or real(ref, *ts))
+    lp, adv, mask = torch.zeros(2, 3), torch.ones(2), torch.ones(2, 3)
+    gl.grpo_loss(lp, torch.zeros(2, 3), adv, mask)
+    assert seen[0][0] is lp and any(t is adv for t in seen[0][1]) and any(t is mask for t in seen[0][1])

@@ -1,4 +1,4 @@
-"""Helpers of the MOLT chapters (kbvqa.molt.analysis, kbvqa.experiments.molt_candidates):
+"""Helpers of the MOLT chapters (kbvqa.molt.analysis, kbvqa.molt.candidates):
 recall curves and gold ranks by hand, the comparator model driving the package's three runs, the
 rounds the ground truth must win per schedule, and the exact survival probability against a
 simulation."""
@@ -120,7 +120,7 @@ def test_weak_to_strong_protects_a_top_ranked_gold():
 
 
 def test_committed_candidate_results_are_consistent():
-    from kbvqa.experiments.molt_candidates import load_results
+    from kbvqa.molt.candidates import load_results
 
     try:
         results = load_results()

@@ -45,11 +45,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from kbvqa.config import DATA_DIR, seed_everything
+from kbvqa.config import seed_everything
 from kbvqa.experiments.assoc_recall_data import QUERY_MODES, TASKS, build_vocab, make_batch
 from kbvqa.experiments.runs import git_commit
+from kbvqa.models.from_scratch import ASSOC_RECALL_DIR
 
-RESULTS_DIR = DATA_DIR / "experiments" / "assoc_recall"
+RESULTS_DIR = ASSOC_RECALL_DIR      # the table of these runs: kbvqa.models.from_scratch.assoc_recall_table
 LOSS_ON = ("answers", "all")
 
 
@@ -253,21 +254,6 @@ def train(cfg: AssocRecallConfig, out_dir: Path | None = RESULTS_DIR, progress: 
             if point["eval_acc"] >= cfg.stop_at_acc and upper == cfg.num_pairs:
                 break
     return record
-
-
-def results_table(results_dir: Path = RESULTS_DIR) -> str:
-    """A markdown table of every results JSON in ``results_dir`` (for README.md), sorted by name."""
-    rows = ["| run | task | pairs | h x layers | lr | loss on | steps | min | steps/s | acc | 95 % at |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for path in sorted(results_dir.glob("*.json")):
-        r = json.loads(path.read_text())
-        c = r["config"]
-        pairs = f"{c['min_pairs']}->{c['num_pairs']}" if c["min_pairs"] else str(c["num_pairs"])
-        reached = f"{r['steps_to_95']} ({r['minutes_to_95']:.1f} min)" if r.get("steps_to_95") else "-"
-        rows.append(f"| {c['name']} | {c['task']} | {pairs} | {c['hidden_size']}x{c['num_layers']} | "
-                    f"{c['lr']:g} | {c['loss_on']} | {r.get('steps_done', 0)} | {r.get('wall_s', 0) / 60:.1f} | "
-                    f"{r.get('steps_per_s', 0):.1f} | {r.get('final_acc', 0):.3f} | {reached} |")
-    return "\n".join(rows)
 
 
 def parse_args(argv: list[str] | None = None) -> AssocRecallConfig:

@@ -1,24 +1,11 @@
 """MOLT's training ablation (Tab. 5), schedule ablation (Tab. 6) and GRPO curves (Fig. 3) on the toy world.
 
 Run ``python -m kbvqa.experiments.molt_training [--limit N] [--threads 1]`` (~10-15 min on one
-thread; ``make experiments``). Two kinds of judges play the same ladders:
-
-1. **Scripted comparators** (the mechanism, cheap): ``noisy_comparator`` lets the ground truth win
-   a round it plays with probability 1 - error and otherwise lets the higher retrieval score win;
-   played over every test query and each schedule (``ORDERS``) for a few error rates. With this
-   judge a ladder is right exactly when the ground truth survives every round it plays, so the
-   schedule decides accuracy through the number of rounds the ground truth plays.
-2. **The tiny model** (honesty): the shipped cpu judge zero-shot (one-shot 5-way, Table 17, and the
-   one-pass tournament, Table 14), after the SFT cold start on §3.2.1 data (oracle teacher,
-   ``kbvqa.molt.sft``), and after GRPO from that cold start with and without R_proc (Eq. 8 with
-   lambda_2 = 0.5 or 0); the full model is also evaluated under the three schedules.
-
-Evaluation candidates (``eval_sets``): the gold paragraph and four look-alike pages (the same five
-as the SFT data), random ids, and a *simulated* retrieval score: gold ``gap`` + N(0, 1), each
-negative N(0, 1) (seeded). The toy world has no trained fusion reranker, so this stands in for its
-scores; with ``gap = 1`` the gold is ranked first about half of the time, as "the ground truth is
-typically high-ranked" (§4.4) assumes. The schedule sorts by these scores. GRPO trains on the same
-kind of sets built from TRAIN queries with the weak-to-strong schedule (what inference uses).
+thread; ``make experiments``). ``run_experiment`` plays the scripted judges over every test query,
+evaluates the shipped judge zero-shot, trains the SFT cold start (``train_cold_start``) and GRPO from
+it with and without R_proc (``train_grpo``), evaluates each, and ``main`` writes
+``data/experiments/molt/``. The settings, evaluation sets, scripted judges, evaluators and GRPO tasks
+are in ``kbvqa.molt.experiment`` (the design is described there).
 
 Leaves out: tables, paper numbers, figures (``kbvqa.molt.results``); real data (gpu only, not run here).
 """
@@ -26,147 +13,21 @@ from __future__ import annotations
 
 import argparse
 import copy
-import random
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 
-from kbvqa.molt.ladder import ORDERS, ladder_schedule, listing_order
+from kbvqa.molt.experiment import (
+    ERRORS,
+    MOLTExperimentConfig,
+    eval_sets,
+    evaluate_one_pass,
+    evaluate_one_shot,
+    grpo_tasks,
+    scripted_records,
+)
+from kbvqa.molt.ladder import ORDERS
 from kbvqa.molt.results import RESULTS_DIR
-
-ERRORS = (0.05, 0.1, 0.2, 0.3)   # scripted comparators' error per round the ground truth plays
-
-
-@dataclass(frozen=True)
-class MOLTExperimentConfig:
-    limit: int = 40               # first N test queries for the tiny model (scripted: all 544)
-    seed: int = 0                 # scores, ids, training batches, sampling
-    gap: float = 1.0              # simulated retrieval: gold score mean (negatives 0, both sd 1)
-    sft_queries: int = 512        # train queries of the §3.2.1 SFT set (paper: 12K)
-    sft_steps: int = 100          # cold-start steps, batch 8 (loss on every completion token)
-    sft_lr: float = 3e-4          # (paper: not stated for the 4B/8B students)
-    grpo_steps: int = 12          # GRPO steps per variant (paper: 500+, Fig. 3)
-    group_size: int = 4           # G
-    prompts_per_step: int = 2     # prompts per GRPO step
-    grpo_lr: float = 2e-5
-    max_new_tokens: int = 300     # one-pass transcript cap (a teacher transcript: ~280 tokens)
-
-    def __post_init__(self):
-        for name in ("limit", "sft_queries", "sft_steps", "grpo_steps", "prompts_per_step", "max_new_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not isinstance(self.group_size, int) or self.group_size < 2:
-            raise ValueError(f"group_size must be an int >= 2, got {self.group_size!r}")
-        if not self.gap >= 0 or not self.sft_lr > 0 or not self.grpo_lr > 0:
-            raise ValueError("need gap >= 0, sft_lr > 0 and grpo_lr > 0")
-
-
-@dataclass(frozen=True)
-class EvalItem:
-    query: object                 # the toy-world Query
-    candidates: tuple             # five Candidates with simulated scores
-    gold_id: str                  # the ground-truth candidate id
-    gold_rank: int                # 1 = highest simulated score
-
-
-def eval_sets(world, queries, gap: float = 1.0, seed: int = 0) -> list[EvalItem]:
-    """One ``EvalItem`` per query: the §3.2.1 five (gold + four look-alikes), random ids, simulated
-    scores (module docstring). Repeats exactly for a seed."""
-    from kbvqa.molt.sft import SFTDataConfig, sft_candidates
-
-    items = []
-    for q in queries:
-        rng = random.Random(f"molt-eval:{seed}:{q.id}")
-        cands = sft_candidates(world, q, [], SFTDataConfig(seed=seed), rng)
-        cands = [replace(c, score=round(rng.gauss(0.0, 1.0) + (gap if c.passage_id == q.evidence_ids[0] else 0.0), 4))
-                 for c in cands]
-        gold = next(c.id for c in cands if c.passage_id == q.evidence_ids[0])
-        rank = 1 + sum(c.score > next(x.score for x in cands if x.id == gold) for c in cands)
-        items.append(EvalItem(q, tuple(cands), gold, rank))
-    return items
-
-
-def noisy_comparator(gold_id: str, error: float, rng: random.Random):
-    """A scripted judge: the ground truth wins a round it plays with probability 1 - ``error``;
-    otherwise (and between two negatives) the higher retrieval score wins."""
-    if not 0 <= error <= 1:
-        raise ValueError(f"error must be in [0, 1], got {error!r}")
-
-    def compare(first, second):
-        if gold_id in (first.id, second.id):
-            other = second if first.id == gold_id else first
-            win = gold_id if rng.random() >= error else other.id
-            return win, "scripted: the ground truth plays"
-        win = max((first, second), key=lambda c: c.score)
-        return win.id, "scripted: higher retrieval score"
-    return compare
-
-
-def scripted_records(items, order: str, error: float, seed: int = 0) -> list[dict]:
-    """The scripted judge's ladder on every item under ``order``, scored with Eq. 8."""
-    from kbvqa.molt.rewards import molt_reward
-    from kbvqa.molt.sft import teacher_transcript
-
-    records = []
-    for it in items:
-        schedule = ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
-        by_id = {c.id: c for c in it.candidates}
-        rng = random.Random(f"scripted:{seed}:{error}:{order}:{it.query.id}")
-        listing = [by_id[i] for i in listing_order(schedule)]
-        text, _ = teacher_transcript(listing, noisy_comparator(it.gold_id, error, rng))
-        records.append(_record(it, text, schedule, molt_reward(text, schedule, it.gold_id)))
-    return records
-
-
-def _record(it: EvalItem, text: str, schedule, reward) -> dict:
-    return {"id": it.query.id, "gold_rank": it.gold_rank, "correct": bool(reward.res), "fmt": reward.fmt,
-            "proc": round(reward.proc, 4), "total": round(reward.total, 4), "rounds": len(reward.valid),
-            "chain_valid": bool(reward.valid) and all(reward.valid) and len(reward.valid) == len(schedule) - 1,
-            "gt_rounds": sum(reward.gt_won), "output": text[:300]}
-
-
-# ------------------------------------------------------------------------------ the tiny model
-def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed: int = 0) -> list[dict]:
-    """Greedy one-pass ladders (Table 14) of ``vlm`` under ``order``, batched, scored with Eq. 8."""
-    from kbvqa.molt.ladder import student_prompt
-    from kbvqa.molt.rewards import molt_reward
-    from kbvqa.prompts.formats import view_ref
-
-    schedules = [ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
-                 for it in items]
-    world = _world()
-    prompts = [student_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), it.candidates, s,
-                              short=True) for it, s in zip(items, schedules)]
-    outs = vlm.generate(prompts, n=1, max_new_tokens=config.max_new_tokens, temperature=0.0, seed=seed,
-                        stop="</evidence>", include_stop=True, batch_size=16)
-    return [_record(it, str(o[0]), s, molt_reward(str(o[0]), s, it.gold_id))
-            for it, s, o in zip(items, schedules, outs)]
-
-
-def evaluate_one_shot(vlm, items, seed: int = 0) -> list[dict]:
-    """Greedy one-shot 5-way choices (Table 17) with the candidates in retrieval order."""
-    from kbvqa.molt.ladder import one_shot_prompt
-    from kbvqa.parsers import parse_candidate_number
-    from kbvqa.prompts.formats import view_ref
-
-    world, records = _world(), []
-    ordered = [sorted(it.candidates, key=lambda c: -c.score) for it in items]
-    prompts = [one_shot_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), c, short=True)
-               for it, c in zip(items, ordered)]
-    outs = vlm.generate(prompts, n=1, max_new_tokens=8, temperature=0.0, seed=seed, batch_size=16)
-    for it, cands, o in zip(items, ordered, outs):
-        number = parse_candidate_number(str(o[0]), 1, 5)
-        chosen = cands[number - 1].id if number else None
-        records.append({"id": it.query.id, "gold_rank": it.gold_rank, "correct": chosen == it.gold_id,
-                        "fmt": float(number is not None), "output": str(o[0])[:60]})
-    return records
-
-
-def _world():
-    from kbvqa.data import get_world
-
-    return get_world(0)
 
 
 def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None):
@@ -185,22 +46,6 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
                       "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4),
                       "seconds": round(time.perf_counter() - t0, 1)}
     return vlm
-
-
-def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
-    """GRPO prompts: train queries' candidate sets with the weak-to-strong schedule (as inference)."""
-    from kbvqa.molt.grpo import MOLTTask
-    from kbvqa.molt.ladder import student_prompt
-    from kbvqa.prompts.formats import view_ref
-
-    items = eval_sets(world, world.kbvqa_train[-n:], config.gap, config.seed)
-    tasks = []
-    for it in items:
-        s = ladder_schedule([c.id for c in it.candidates], "weak_to_strong", [c.score for c in it.candidates])
-        prompt = student_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), it.candidates, s,
-                                short=True)
-        tasks.append(MOLTTask(prompt, tuple(s), it.gold_id))
-    return tasks
 
 
 def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None):
@@ -224,9 +69,10 @@ def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: 
 
 def run_experiment(config: MOLTExperimentConfig) -> tuple[dict, dict]:
     """{row name: records} for every row of Tab. 5/6 (tiny model and scripted) and the training log."""
+    from kbvqa.data import get_world
     from kbvqa.models.checkpoints import load_vlm
 
-    world, log, rows = _world(), {}, {}
+    world, log, rows = get_world(0), {}, {}
     items_all = eval_sets(world, world.kbvqa_test, config.gap, config.seed)
     for error in ERRORS:
         for order in ORDERS:

@@ -1,8 +1,9 @@
 """The end-to-end ablation (chapter 30): which stage of the pipeline buys how much.
 
 Run ``python -m kbvqa.experiments.pipeline_ablation [--limit 200] [--threads 1]``. Each row is a
-``kbvqa.pipeline.PipelineConfig`` (``ROWS``), run on the same first N queries of the toy world's
-KB-VQA test split with the shipped tiny model as reader (and as ladder judge), greedy decoding:
+``kbvqa.pipeline.PipelineConfig`` (``kbvqa.pipeline.results.ROWS``), run on the same first N queries
+of the toy world's KB-VQA test split with the shipped tiny model as reader (and as ladder judge),
+greedy decoding:
 
     reader alone -> coarse retrieval -> + fine -> + critic (Eq. 4) -> + critic top-1
     -> + ladder (MOLT one pass, N = 5) | the ladder without the critic (first 5 in retrieval order)
@@ -22,7 +23,8 @@ last one is also the accuracy of a perfect reader (``reader="oracle"``), so a we
 not hide what retrieval, critic and ladder buy. Records go to ``data/experiments/pipeline/
 runs/<row>.jsonl``; ``results.json`` / ``results.csv`` hold the table and the provenance.
 
-Leaves out: the pipeline (``kbvqa.pipeline``), the table's presentation (``pipeline_results``).
+Leaves out: the pipeline (``kbvqa.pipeline``), the rows, their stage inputs, the live rerun and the
+table (``kbvqa.pipeline.results``).
 """
 from __future__ import annotations
 
@@ -33,46 +35,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.pipeline_results import EVIDENCE_FILE, RESULTS_DIR, ROW_BY_NAME, Row
-
-
-def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
-    """{query id: coarse / fine passage ids and P(Yes)} from ReAG's committed ``evidence.json``;
-    a missing file or query raises ``ValueError`` naming it."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.reag_ladder` first")
-    stored = json.loads(path.read_text())["queries"]
-    missing = [q.id for q in queries if q.id not in stored]
-    if missing:
-        raise ValueError(f"{path} has no retrieval for {len(missing)} queries (e.g. {missing[:3]}); "
-                         "rerun reag_ladder with a larger --limit")
-    return {q.id: stored[q.id] for q in queries}
+from kbvqa.pipeline.results import EVIDENCE_FILE, RESULTS_DIR, ROW_BY_NAME, Row, load_stage_inputs, run_rows
 
 
 def row_fingerprint(row: Row) -> str:
     return f"{row.name}:" + json.dumps(asdict(row.config), sort_keys=True)
-
-
-def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_records=None) -> dict[str, list[dict]]:
-    """{row: records} for ``names`` (default all rows); ``model`` defaults to the shipped generator."""
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.pipeline import run_pipeline
-
-    names = list(names or ROW_BY_NAME)
-    unknown = [n for n in names if n not in ROW_BY_NAME]
-    if unknown:
-        raise ValueError(f"unknown rows {unknown}; expected some of {list(ROW_BY_NAME)}")
-    model = model or load_vlm("generator")
-    out = {}
-    for name in names:
-        config = ROW_BY_NAME[name].config
-        t0 = time.perf_counter()
-        records = run_pipeline(world, queries, stage_inputs, config, reader=model, judge=model)
-        out[name] = records
-        if on_records is not None:
-            on_records(name, records, round(time.perf_counter() - t0, 1))
-    return out
 
 
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
@@ -112,8 +79,8 @@ def main(argv=None) -> dict:
     import torch
 
     from kbvqa.config import seed_everything
-    from kbvqa.experiments.pipeline_results import print_table, summarise, write_results
     from kbvqa.experiments.runs import provenance
+    from kbvqa.pipeline.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -13,7 +13,8 @@ candidates with ``toy_context_checks``, and writes
   checks;
 - ``kb.jsonl``: the records (``save_reasoning_kb``), for chapters that reuse them.
 
-``load_results(folder)`` reads ``results.json`` back. Leaves out: plotting (the chapter draws).
+Leaves out: the folder, reading ``results.json`` back and the summaries (``kbvqa.rcts.context_kb``:
+``RESULTS_DIR``, ``load_results``, ``answer_letters``, ``toy_check_summary``), plotting (the chapter draws).
 """
 from __future__ import annotations
 
@@ -28,19 +29,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR, get_profile, seed_everything
-from kbvqa.data.schema import option_letters
 from kbvqa.experiments.runs import git_commit
-from kbvqa.parsers import parse_rcts_answer
 from kbvqa.rcts.context_kb import (
+    RESULTS_DIR,
+    answer_letters,
     compare_context_sources,
     oracle_records,
     save_reasoning_kb,
     summarize_build,
-    toy_context_checks,
+    toy_check_summary,
 )
 from kbvqa.rcts.contexts import ReasoningContextConfig, build_reasoning_kb
 
-RESULTS_DIR = DATA_DIR / "experiments" / "rcts_contexts"
 SOURCES = ("no context", "first candidate (no check)", "chosen by self-consistency",
            "oracle (toy worked solution)")
 
@@ -52,30 +52,6 @@ def _weights_sha256(profile) -> str:
         return f"hub:{gpu_checkpoint('reasoner')}"
     digest = hashlib.sha256((DATA_DIR / "tiny_vlm" / "model.safetensors").read_bytes())
     return digest.hexdigest()
-
-
-def answer_letters(pairs, predictions: list[str]) -> dict:
-    """How often each option letter (or None: unparsed) was answered: a model that ignores its
-    context answers the same letter whatever the context says."""
-    counts = Counter(str(parse_rcts_answer(p, option_letters(len(q.options))).letter)
-                     for q, p in zip(pairs, predictions))
-    return dict(sorted(counts.items()))
-
-
-def toy_check_summary(pairs, records) -> dict:
-    """Shares of chosen / all candidates that read the key value, name the gold option or another
-    option, and the mean Score_i of candidates that do or do not name the gold option."""
-    rows = [(toy_context_checks(q, c.text), c.score, k == r.best_index)
-            for q, r in zip(pairs, records) for k, c in enumerate(r.candidates) if c.score is not None]
-    out = {}
-    for name, keep in (("all", lambda chosen: True), ("chosen", lambda chosen: chosen)):
-        sel = [checks for checks, _, chosen in rows if keep(chosen)]
-        out[name] = {k: sum(c[k] for c in sel) / len(sel) for k in sel[0]} if sel else {}
-    for flag in (True, False):
-        scores = [s for checks, s, _ in rows if checks["names_gold_answer"] is flag]
-        out[f"mean_score_names_gold_{str(flag).lower()}"] = sum(scores) / len(scores) if scores else None
-        out[f"candidates_names_gold_{str(flag).lower()}"] = len(scores)
-    return out
 
 
 def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int = 1,
@@ -101,7 +77,7 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
     table = compare_context_sources(vlm, pairs, dict(zip(SOURCES, contexts)), cfg, seed=seed)
     n = len(pairs)
     results = {
-        "provenance": {"commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        "provenance": {"commit": git_commit(), "date": datetime.datetime.now(datetime.UTC).isoformat(
             timespec="seconds"), "weights_sha256": _weights_sha256(profile), "world_seed": 0,
             "toyworld_version": TOYWORLD_VERSION, "profile": profile.name, "threads": threads,
             "build_seconds": round(build_s, 1), "total_seconds": round(time.perf_counter() - start, 1),
@@ -116,11 +92,6 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
     save_reasoning_kb(out / "kb.jsonl", records, cfg, meta=results["provenance"])
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return results
-
-
-def load_results(folder=RESULTS_DIR) -> dict:
-    """``results.json`` of a committed run (``FileNotFoundError`` if it was never run)."""
-    return json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
 
 
 def main(argv=None) -> None:

@@ -18,7 +18,8 @@ Retrieval (§3.3, hybrid MaxSim, k+1 with the query dropped) is computed once an
 same candidates. The similarity s_i of Eq. 5-6 is the MaxSim score divided by the query's token
 count (the mean per-token cosine), our reading of "normalised similarity".
 
-Leaves out: the rows and how they run (``kbvqa.rcts.runs``), tables and figures (``kbvqa.rcts.results``).
+Leaves out: the rows and how they run (``kbvqa.rcts.runs``), the retrieval cache and the toy
+``Setting`` (``kbvqa.rcts.settings``), the folder, tables and figures (``kbvqa.rcts.results``).
 """
 from __future__ import annotations
 
@@ -28,73 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR
 from kbvqa.experiments.runs import provenance, read_run
+from kbvqa.rcts.results import RESULTS_DIR
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
-
-RESULTS_DIR = DATA_DIR / "experiments" / "rcts"
-RETRIEVAL_N = 20            # candidates kept per question (paper N = 20)
-
-
-# ------------------------------------------------------------------------------ retrieval cache
-def compute_retrieval(world, n: int = RETRIEVAL_N) -> dict:
-    """Top-n hybrid candidates of every ``mc_test`` question in ``mc_kb`` (slow: ~1 min on 1 core)."""
-    from kbvqa.models.encoders import get_encoders
-    from kbvqa.retrieval.hybrid import HybridIndex, encode_items
-
-    encoders = get_encoders()
-    index = HybridIndex.build(encoders, world.mc_kb)
-    queries = encode_items(encoders, world.mc_test)
-    results = index.search_encoded(queries, k=n)
-    lengths = [len(t) for t in queries.tokens(index.config.mode)]
-    return {"mode": index.config.mode, "n": n, "score": "MaxSim / query tokens",
-            "candidates": {qid: [[i, round(s / length, 6)] for i, s in zip(r.ids, r.scores)]
-                           for qid, r, length in zip(queries.ids, results, lengths)}}
-
-
-def load_retrieval(world, out: Path = RESULTS_DIR, recompute: bool = False) -> dict:
-    path = Path(out) / "retrieval.json"
-    if path.exists() and not recompute:
-        return json.loads(path.read_text())
-    t0 = time.perf_counter()
-    data = compute_retrieval(world)
-    data["provenance"] = provenance(0, seconds=round(time.perf_counter() - t0, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, separators=(",", ":")))
-    return data
-
-
-def retrieval_diagnostics(world, retrieval: dict) -> dict:
-    """Retrieval quality for the chapter's "why" section: answer-showing examples in the top k."""
-    from kbvqa.rcts.diagnostics import kb_ceiling, retrieval_hit_rate
-
-    kb = {e.id: e for e in world.mc_kb}
-    queries = [q for q in world.mc_test if q.id in retrieval["candidates"]]
-    lists = [[kb[i] for i, _ in retrieval["candidates"][q.id]] for q in queries]
-    hits = retrieval_hit_rate(queries, lists, ks=(1, 3, 5, 10, 20))
-    return {"n": len(queries), "hit_rate": {str(k): v for k, v in hits.items()},
-            "kb_ceiling": kb_ceiling(queries, world.mc_kb)}
-
-
-def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3) -> Setting:
-    """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
-    the cached candidates and ``MCPromptBuilder(world)`` prompts."""
-    from kbvqa.rcts.prompts import MCPromptBuilder
-
-    kb = {e.id: e for e in world.mc_kb}
-    queries = list(world.mc_test)
-    if ids is not None:
-        wanted = set(ids)
-        queries = [q for q in queries if q.id in wanted]
-    queries = queries[:limit] if limit is not None else queries
-    candidates = {q.id: [(kb[i], s) for i, s in retrieval["candidates"].get(q.id, [])] for q in queries}
-    builders = {False: MCPromptBuilder(world, with_context=False), True: MCPromptBuilder(world, with_context=True)}
-    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k)
+from kbvqa.rcts.settings import load_retrieval, retrieval_diagnostics, toy_setting
 
 
 # ------------------------------------------------------------------------------ incremental runs
-
-
 def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: bool = False,
                 progress: bool = True) -> list[dict]:
     """Run ``name`` on ``setting``, appending records to ``out/runs/<name>.jsonl``; returns all records

@@ -91,7 +91,7 @@ def provenance(seed: int, vlm=None, **extra) -> dict:
     import torch
 
     return {"git_commit": git_commit(), "seed": seed,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "python": platform.python_version(),
                         "torch": torch.__version__, "threads": torch.get_num_threads()},
             "model": model_fingerprint(vlm), **extra}

@@ -6,6 +6,11 @@ used so the book can say how far the reproduction is from it. Nothing here downl
 to ``VLM.from_pretrained`` in the gpu profile only (the cpu profile uses the shipped reader or the
 tiny checkpoint).
 
+``KBVQA_CHECKPOINTS`` overrides where any role comes from, for a machine without the hub (a GPU box
+with local copies, the gpu smoke test's random tiny models): either ``role=id_or_path`` pairs
+separated by commas, or the path of a JSON file ``{"role": "id_or_path", ...}``. Roles it does not
+name keep their hub ids; an unknown role or a malformed entry raises ``ValueError``.
+
 Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loading (``loading.py``).
 """
 from __future__ import annotations
@@ -33,11 +38,45 @@ PAPER_MODELS = {
 }
 
 
+OVERRIDE_VARIABLE = "KBVQA_CHECKPOINTS"
+
+
+def checkpoint_overrides(text: str | None = None) -> dict:
+    """``{role: id_or_path}`` from ``text`` (default: the ``KBVQA_CHECKPOINTS`` variable): pairs
+    ``role=value`` separated by commas, or a path to a JSON object. Empty or unset: ``{}``."""
+    import json
+    import os
+    from pathlib import Path
+
+    text = (os.environ.get(OVERRIDE_VARIABLE, "") if text is None else text).strip()
+    if not text:
+        return {}
+    if "=" not in text:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ValueError(f"{OVERRIDE_VARIABLE}={text!r} is neither role=value pairs nor a JSON file")
+        mapping = json.loads(path.read_text())
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            raise ValueError(f"{path} must hold a JSON object of role -> hub id or local path")
+    else:
+        mapping = {}
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            role, sep, value = pair.partition("=")
+            if not sep or not role.strip() or not value.strip():
+                raise ValueError(f"{OVERRIDE_VARIABLE} entry {pair!r} is not role=value")
+            mapping[role.strip()] = value.strip()
+    unknown = sorted(set(mapping) - set(GPU_CHECKPOINTS))
+    if unknown:
+        raise ValueError(f"{OVERRIDE_VARIABLE} names unknown roles {unknown}; known roles: {sorted(GPU_CHECKPOINTS)}")
+    return mapping
+
+
 def gpu_checkpoint(role: str) -> str:
-    """The hub id for ``role`` in the gpu profile; an unknown role raises ``ValueError``."""
+    """The hub id (or the ``KBVQA_CHECKPOINTS`` override) for ``role`` in the gpu profile; an
+    unknown role raises ``ValueError``."""
     if role not in GPU_CHECKPOINTS:
         raise ValueError(f"unknown model role {role!r}; known roles: {sorted(GPU_CHECKPOINTS)}")
-    return GPU_CHECKPOINTS[role]
+    return checkpoint_overrides().get(role, GPU_CHECKPOINTS[role])
 
 
 def load_vlm(role: str = "generator", profile=None, **kwargs):

@@ -6,8 +6,10 @@
   says); a hub id goes through the normal hub cache (gpu profile only, never in tests);
 - a directory holding a LoRA adapter (``adapter_config.json``, as ``VLM.save_pretrained`` writes for
   a LoRA model) loads its base checkpoint, then the adapter on top;
-- ``device=None`` -> CUDA when present, else CPU; ``dtype=None`` -> bfloat16 on a GPU that supports
-  it (float16 otherwise), float32 on CPU; ``"auto"`` keeps the checkpoint's dtype;
+- ``device=None`` -> CUDA when present, else CPU; ``dtype=None`` -> bfloat16 on a GPU that computes
+  in it natively (compute capability 8.0 and up: A100, L4, H100), float16 on older ones (the T4
+  only *emulates* bfloat16, which ``torch.cuda.is_bf16_supported()`` counts), float32 on CPU;
+  ``"auto"`` keeps the checkpoint's dtype;
 - ``load_in_4bit=True`` quantises with bitsandbytes (NF4, bf16 compute; CUDA only);
 - a checkpoint already quantised (``quantization_config`` in its config, e.g. ``...-AWQ`` or
   ``...-GPTQ-Int4``) loads through transformers' own support, which in transformers 5.23 needs
@@ -74,11 +76,19 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return device
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether a CUDA device computes in bfloat16 in hardware (compute capability >= 8.0)."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
+
+
+def half_dtype(device: torch.device):
+    """The 16-bit dtype to compute in on ``device``: bfloat16 where native, else float16."""
+    return torch.bfloat16 if native_bf16(device) else torch.float16
+
+
 def resolve_dtype(dtype: Any, device: torch.device):
     if dtype is None:
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
+        return half_dtype(device) if device.type == "cuda" else torch.float32
     if dtype == "auto" or isinstance(dtype, torch.dtype):
         return dtype
     if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
@@ -125,7 +135,7 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
     if load_in_4bit:
         from transformers import BitsAndBytesConfig
 
-        compute = torch.bfloat16 if dtype in ("auto", torch.float32) else dtype
+        compute = half_dtype(device) if dtype in ("auto", torch.float32) else dtype
         options["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                                             bnb_4bit_compute_dtype=compute)
     if load_in_4bit or method is not None:

@@ -148,7 +148,7 @@ def write_card(vlm_dir, evaluation: dict, curves: dict | None = None, world=None
 
     vlm_dir = Path(vlm_dir)
     curves = curves if curves is not None else json.loads((vlm_dir / "curves.json").read_text())
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     card = {"commit": git_commit(), "date": now,
             "seed": curves["config"]["seed"], "world_seed": curves["config"]["world_seed"],
             "toyworld_version": getattr(world, "version", TOYWORLD_VERSION), "config": curves["config"],

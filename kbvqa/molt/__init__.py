@@ -4,7 +4,8 @@ Modules: ``candidates`` (§3.1, App. A, Eq. 3-5 / 12-15), ``ladder`` (Eq. 6-7: s
 three reranking prompts), ``run`` (one-pass, iterative, one-shot, with costs), ``sft`` (§3.2.1),
 ``rewards`` (Eq. 8-11, App. D), ``grpo`` (the tasks GRPO trains on; the trainer is
 ``kbvqa.rl.grpo_train`` with ``molt_grpo_rewards()``), ``analysis`` (recall curves, a perfect
-comparator, the schedule's exact effect), ``results`` (Tab. 5/6 analogues), ``paper`` (every
+comparator, the schedule's exact effect), ``experiment`` (the training experiment's settings,
+evaluation sets, scripted judges and evaluators), ``results`` (Tab. 5/6 analogues), ``paper`` (every
 number we quote from the paper). Inside this package "Eq. 9" means MOLT Eq. 9.
 """
 from kbvqa.molt.candidates import CandidateConfig, CandidatePipeline, CandidateSet

@@ -19,8 +19,8 @@ exact effect of the schedule on a noisy comparator.
   final evidence when every comparison it plays goes wrong with probability ``eps`` (the toy model
   of §3.1's "error accumulation" argument for weak-to-strong).
 
-Leaves out: running the pipeline (``kbvqa.molt.candidates``), the full-split experiment
-(``kbvqa.experiments.molt_candidates``), rewards and training.
+Leaves out: running the pipeline and loading the committed full-split recall (``kbvqa.molt.candidates``),
+the full-split experiment's runner (``kbvqa.experiments.molt_candidates``), rewards and training.
 """
 from __future__ import annotations
 

@@ -20,13 +20,23 @@ ids "1".."N" in fusion order unless ``random_ids``); ``stage_recall`` is Recall@
 (Tab. 2/3 analogue): gold document in the coarse top-K, in the fused top-N, gold passage among
 the N extracted passages.
 
-Leaves out: the ladder (``kbvqa.molt.ladder``), the encoders' training, the model's training.
+On the toy world (chapters 25-26 and the full-split experiment): ``pipeline_for(world)`` builds the
+pipeline over the toy knowledge base (``doc_image_of``: each page's main picture at the tiny model's
+size), ``candidate_sets`` runs it with the oracle extractor, and ``load_results`` reads the committed
+Recall@K curves and gold ranks, ``data/experiments/molt/candidates.json``.
+
+Leaves out: the ladder (``kbvqa.molt.ladder``), the encoders' training, the model's training, running
+the full-split experiment and writing its table (``python -m kbvqa.experiments.molt_candidates``).
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kbvqa.data.schema import open_image
@@ -37,10 +47,12 @@ from kbvqa.retrieval.late_interaction import maxsim
 from kbvqa.retrieval.multilevel import DocumentIndex
 from kbvqa.retrieval.subject import expand_box
 
-__all__ = ["CandidateConfig", "CandidatePipeline", "CandidateSet", "GroundedImage", "format_wiki",
-           "ground_crop", "model_extractor", "model_grounder", "oracle_extractor", "stage_recall", "valid_box"]
+__all__ = ["CandidateConfig", "CandidatePipeline", "CandidateSet", "GroundedImage", "candidate_sets", "doc_image_of",
+           "format_wiki", "ground_crop", "load_results", "model_extractor", "model_grounder", "oracle_extractor",
+           "pipeline_for", "stage_recall", "valid_box"]
 
 Ranking = list[tuple[str, float]]
+RESULTS = Path(__file__).resolve().parents[2] / "data" / "experiments" / "molt" / "candidates.json"
 
 
 @dataclass(frozen=True)
@@ -221,3 +233,35 @@ def stage_recall(queries: Sequence, sets: Sequence[CandidateSet]) -> dict[str, f
             "fused_top1": mean(bool(s.fused) and s.fused[0][0] in g for g, s in zip(gold_docs, sets)),
             "passage_recall": mean(bool(set(q.evidence_ids) & {c.passage_id for c in s.candidates})
                                    for q, s in zip(queries, sets))}
+
+
+# ------------------------------------------------------------------------------ the toy world
+def doc_image_of(world, size: int = 56):
+    """The document image the candidates carry: the page's main picture at the tiny model's size."""
+    from kbvqa.prompts.formats import view_ref
+
+    return lambda d: view_ref(world, d.meta["image_id"], size)
+
+
+def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
+    """``CandidatePipeline`` over the toy knowledge base; ``n`` defaults to ``k`` (a full fused list)."""
+    from kbvqa.models.encoders import get_encoders
+
+    return CandidatePipeline(world.documents, encoders or get_encoders("cpu"), CandidateConfig(k=k, n=n or k),
+                             doc_image=doc_image_of(world))
+
+
+def candidate_sets(world, pipeline, queries, n: int | None = None):
+    """One ``CandidateSet`` per query with the oracle passage extractor; ``n`` overrides the
+    pipeline's fused length (the index and the token cache are shared, nothing is rebuilt)."""
+    if n is not None:
+        pipeline = copy.copy(pipeline)
+        pipeline.config = dataclasses.replace(pipeline.config, n=n)
+    return [pipeline.run(q, oracle_extractor(world, q)) for q in queries]
+
+
+def load_results(path: Path = RESULTS) -> dict:
+    """The committed results (``FileNotFoundError`` with the command to make them if absent)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path} is missing: run `python -m kbvqa.experiments.molt_candidates`")
+    return json.loads(Path(path).read_text())

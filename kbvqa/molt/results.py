@@ -17,7 +17,8 @@
 - ``live_agreement(live, committed)``: a live rerun of some queries against the committed records of
   the same queries (same choices share and ``kbvqa.metrics.intervals.check_agreement``).
 
-Leaves out: running the experiment (``molt_training``).
+Leaves out: the experiment's evaluation sets and judges (``kbvqa.molt.experiment``), running it
+(``python -m kbvqa.experiments.molt_training``).
 """
 from __future__ import annotations
 

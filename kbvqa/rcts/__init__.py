@@ -3,7 +3,8 @@
 Modules: ``contexts`` / ``context_kb`` (§3.2: reasoning contexts with self-consistent evaluation),
 ``prompts`` (App. C), ``tree`` (nodes and backups, Eq. 10), ``rewards`` (Eq. 7-9), ``mcts_hr``
 (§3.4, App. A: the search), ``baselines`` (Tab. 2-4 rows), ``runs`` (the experiment rows),
-``results`` / ``diagnostics`` (tables and why), ``paper`` (every number we quote from the paper).
+``settings`` (what they run on: toy world, ScienceQA), ``results`` / ``diagnostics`` (tables and
+why), ``paper`` (every number we quote from the paper).
 Inside this package "Eq. 10" means RCTS Eq. 10. UCT itself is shared: ``kbvqa.search``.
 """
 from kbvqa.rcts.baselines import icl_random, vanilla_rag, zero_shot

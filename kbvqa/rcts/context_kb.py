@@ -15,18 +15,25 @@
 - ``toy_context_checks``: does a context name the gold option's text, another option's text, the
   image's key value (toy world only: ``meta["answer_text"]``, ``meta["key_value"]``)?
 - ``PAPER_TABLE6``: the paper's Tab. 6 (accuracy % of the reasoning context per KB).
+- The committed Tab. 6 run (``python -m kbvqa.experiments.rcts_contexts``, in ``RESULTS_DIR``):
+  ``load_results`` reads its ``results.json``; ``answer_letters`` and ``toy_check_summary`` are
+  the summaries it writes there, which a chapter recomputes on live answers.
 
-Leaves out: generation and selection (``kbvqa.rcts.contexts``), figures (``kbvqa.viz.contexts``).
+Leaves out: generation and selection (``kbvqa.rcts.contexts``), figures (``kbvqa.viz.contexts``),
+running the committed build (``kbvqa.experiments.rcts_contexts``).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kbvqa.data.schema import KBExample, Query
+from kbvqa.config import DATA_DIR
+from kbvqa.data.schema import KBExample, Query, option_letters
+from kbvqa.parsers import parse_rcts_answer
 from kbvqa.rcts.contexts import (
     ReasoningContextConfig,
     ReasoningRecord,
@@ -35,6 +42,7 @@ from kbvqa.rcts.contexts import (
 )
 
 FORMAT_VERSION = 1
+RESULTS_DIR = DATA_DIR / "experiments" / "rcts_contexts"   # the committed Tab. 6 run
 
 # RCTS Tab. 6: "The accuracy (%) of the reasoning context on different knowledge bases."
 
@@ -171,3 +179,33 @@ def toy_context_checks(q: Query, context: str) -> dict:
     return {"reads_key_value": bool(key) and key in text.split(". ")[0],
             "names_gold_answer": bool(gold) and gold in text,
             "names_other_option": any(o and o in text for o in others)}
+
+
+# --- the committed Tab. 6 run ----------------------------------------------------------------------
+def answer_letters(pairs, predictions: list[str]) -> dict:
+    """How often each option letter (or None: unparsed) was answered: a model that ignores its
+    context answers the same letter whatever the context says."""
+    counts = Counter(str(parse_rcts_answer(p, option_letters(len(q.options))).letter)
+                     for q, p in zip(pairs, predictions))
+    return dict(sorted(counts.items()))
+
+
+def toy_check_summary(pairs, records) -> dict:
+    """Shares of chosen / all candidates that read the key value, name the gold option or another
+    option, and the mean Score_i of candidates that do or do not name the gold option."""
+    rows = [(toy_context_checks(q, c.text), c.score, k == r.best_index)
+            for q, r in zip(pairs, records) for k, c in enumerate(r.candidates) if c.score is not None]
+    out = {}
+    for name, keep in (("all", lambda chosen: True), ("chosen", lambda chosen: chosen)):
+        sel = [checks for checks, _, chosen in rows if keep(chosen)]
+        out[name] = {k: sum(c[k] for c in sel) / len(sel) for k in sel[0]} if sel else {}
+    for flag in (True, False):
+        scores = [s for checks, s, _ in rows if checks["names_gold_answer"] is flag]
+        out[f"mean_score_names_gold_{str(flag).lower()}"] = sum(scores) / len(scores) if scores else None
+        out[f"candidates_names_gold_{str(flag).lower()}"] = len(scores)
+    return out
+
+
+def load_results(folder=RESULTS_DIR) -> dict:
+    """``results.json`` of a committed run (``FileNotFoundError`` if it was never run)."""
+    return json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))

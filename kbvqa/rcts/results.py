@@ -9,10 +9,13 @@ counts fractionally), seconds per question and the early-stop rate. All rows of 
 group are computed on the questions every run of the group answered, so they compare pairwise.
 It adds the paired bootstrap of RCTS minus Vanilla-RAG and the reward diagnostics (do rewards
 separate correct from wrong branches?), writes ``results.json`` and ``results.csv`` and returns the
-dict; ``load_results`` reads it back, ``group_table`` gives plain rows for a DataFrame, and
-``live_agreement`` compares a live rerun with the committed records of the same questions.
+dict; ``load_results`` reads it back (the committed toy run lives in ``RESULTS_DIR``),
+``group_table`` gives plain rows for a DataFrame, ``live_agreement`` compares a live rerun with the
+committed records of the same questions, and ``accuracy_table`` puts live records (ScienceQA:
+``kbvqa.rcts.settings.scienceqa_rows``) next to Tab. 2.
 
-Leaves out: running (``rcts_toy``/``kbvqa.rcts.runs``), figures (``kbvqa.viz.rcts``).
+Leaves out: running (``kbvqa.experiments.rcts_toy``, ``kbvqa.rcts.runs``, ``kbvqa.rcts.settings``),
+figures (``kbvqa.viz.rcts``).
 """
 from __future__ import annotations
 
@@ -20,11 +23,13 @@ import csv
 import json
 from pathlib import Path
 
+from kbvqa.config import DATA_DIR
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.rcts.diagnostics import reward_correctness
 from kbvqa.rcts.paper import PAPER_KEY, paper_rows
 from kbvqa.rcts.runs import GROUPS, ROWS, answer_after
 
+RESULTS_DIR = DATA_DIR / "experiments" / "rcts"     # the committed toy run (python -m kbvqa.experiments.rcts_toy)
 PAPER_SOURCE = {"main": "Tab. 2, ScienceQA, Qwen2-VL-2B", "ablation": "Tab. 4, ScienceQA, Qwen2-VL-7B",
                 "alpha": "Tab. 5, ScienceQA, Qwen2-VL-7B", "rollouts": "Fig. 5b (values not printed)",
                 "diagnostics": "none (our diagnostics)"}
@@ -188,3 +193,16 @@ def load_tree(out, run: str, index: int = 0) -> tuple[str, dict]:
         raise ValueError(f"run {run!r} under {out} kept no search trees (only sweep runs do)")
     record = kept[index]
     return record["id"], {"nodes": record["tree"], "config": header["fingerprint"].get("rcts", {})}
+
+
+def accuracy_table(records: dict[str, list[dict]], dataset: str = "ScienceQA",
+                   model: str = "Qwen2-VL-2B") -> list[dict]:
+    """One row per run: n, accuracy (%) with its Wilson interval, and the paper's Tab. 2 number."""
+    paper = paper_rows("main", dataset, model)
+    rows = []
+    for name, recs in records.items():
+        k, n = sum(bool(r["correct"]) for r in recs), len(recs)
+        low, high = wilson_interval(k, n)
+        rows.append({"run": name, "n": n, "accuracy %": round(100 * k / n, 1) if n else None,
+                     "95% interval": f"[{100 * low:.1f}, {100 * high:.1f}]", "paper %": paper.get(name)})
+    return rows

@@ -15,11 +15,13 @@ A *row* is one method with one configuration (``RowSpec``); ``GROUPS`` lists the
                   reasoning contexts: what the model does with the best examples the KB holds.
 
 ``Setting`` holds what a row runs on (queries, knowledge base, candidates per query, a prompt
-builder per reasoning-context switch), so the same code serves the toy world and ScienceQA.
+builder per reasoning-context switch), so the same code serves the toy world and ScienceQA
+(``kbvqa.rcts.settings`` builds both).
 ``run_row`` yields one JSON-ready record per question (answer, correctness, model calls, time,
 examples used, and for RCTS the rollouts and, on sweep rows, the compact tree).
 Toy-world reasoning contexts are the worked ``solution`` of each KB example (RCTS §3.2 builds them
-with the model; its chapter does that). Leaves out: the CLI, files, tables (``rcts_toy``).
+with the model; its chapter does that). Leaves out: the CLI, files (``kbvqa.experiments.rcts_toy``),
+tables (``kbvqa.rcts.results``).
 """
 from __future__ import annotations
 

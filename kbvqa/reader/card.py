@@ -281,7 +281,7 @@ def write_card(path, evaluation: dict, world=None) -> dict:
         entry = stages.setdefault(point["stage"], {"steps": 0, "seconds": 0.0})
         entry["steps"] += 1                 # one point per step, in every round (Trainer.reopen)
         entry["seconds"] += point["seconds"]
-    card = {"commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    card = {"commit": git_commit(), "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "seed": config["seed"], "world_seed": config["world_seed"],
             "toyworld_version": getattr(world, "version", TOYWORLD_VERSION),
             "stages": {k: {"steps": v["steps"], "minutes": round(v["seconds"] / 60, 1)} for k, v in stages.items()},

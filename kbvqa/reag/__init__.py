@@ -3,7 +3,8 @@
 Modules: ``critic`` (§3.2, Eq. 4), ``kbvqa.reag.critic_train`` / ``kbvqa.reag.critic_eval`` (supp. A, Tab. 6, Fig. 7),
 ``cold_start`` and ``traces`` (§3.3, supp. D: cold-start data and teacher traces), ``rewards``
 (Eq. 9 on the judge of supp. B, ``kbvqa.metrics.answers``), ``results`` (the ablation ladder,
-Tab. 4), ``paper`` (every number we quote from the paper). Retrieval is shared
+Tab. 4), ``ladder`` and ``ladder_train`` (the ladder's rungs run and its generators trained, chapter 24),
+``paper`` (every number we quote from the paper). Retrieval is shared
 (``kbvqa.retrieval.multilevel``), and so are the trainers (``kbvqa.rl``: ReAG passes
 ``reag_grpo_rewards()`` to ``grpo_train``).
 """

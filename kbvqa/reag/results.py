@@ -15,7 +15,7 @@
 - ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
   committed records of the same queries (``kbvqa.metrics.intervals.check_agreement``, ``same_answers``).
 
-Leaves out: running the rungs (``reag_ladder``).
+Leaves out: running the rungs (``kbvqa.reag.ladder``, ``python -m kbvqa.experiments.reag_ladder``).
 """
 from __future__ import annotations
 

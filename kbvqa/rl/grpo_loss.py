@@ -74,6 +74,12 @@ def group_advantages(rewards, group_size: int, eps: float = 1e-4, std: str = "un
     return torch.where(flat, torch.zeros_like(centred), scaled).reshape(-1)
 
 
+def to_device_of(reference: torch.Tensor, *tensors: torch.Tensor) -> tuple:
+    """``tensors`` moved to ``reference``'s device (dtypes kept): advantages and masks are often
+    built on the CPU from rewards while the log-probabilities come from a model on the GPU."""
+    return tuple(t.to(reference.device) for t in tensors)
+
+
 def clipped_token_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
                        clip_eps: float = 0.2, clip_eps_high: float | None = None):
     """Per-token loss ``[B, T]`` of Eq. 6 (sign flipped: we minimise) and the ratios r_t (Eq. 7).
@@ -87,6 +93,7 @@ def clipped_token_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advan
         raise ValueError(f"need 0 <= clip_eps < 1 and clip_eps_high >= 0, got {eps_low}, {eps_high}")
     if logprobs.shape != old_logprobs.shape:
         raise ValueError(f"logprobs {tuple(logprobs.shape)} and old_logprobs {tuple(old_logprobs.shape)} differ")
+    old_logprobs, advantages = to_device_of(logprobs, old_logprobs, advantages)
     adv = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
     ratio = torch.exp(logprobs - old_logprobs.detach())
     clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
@@ -123,6 +130,7 @@ def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: to
         raise ValueError(f"{advantages.shape[0]} advantages for {logprobs.shape[0]} completions")
     if num_tokens is not None and (normalise != "batch" or not num_tokens > 0):
         raise ValueError("num_tokens must be > 0 and goes with normalise='batch' only")
+    old_logprobs, advantages, mask = to_device_of(logprobs, old_logprobs, advantages, mask)
     per_token, ratio = clipped_token_loss(logprobs, old_logprobs, advantages, clip_eps, clip_eps_high)
     m = mask.to(per_token.dtype)
     masked = per_token * m
@@ -138,11 +146,18 @@ def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: to
         sums = masked.sum(-1).view(-1, group_size).sum(-1)
         tokens = m.sum(-1).view(-1, group_size).sum(-1)
         loss = (sums / tokens.clamp(min=1.0)).mean()
-    with torch.no_grad():
-        eps_high = clip_eps if clip_eps_high is None else clip_eps_high
-        adv = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
-        clipped = ((ratio < 1 - clip_eps) & (adv < 0)) | ((ratio > 1 + eps_high) & (adv > 0))
-        denominator = float(count.clamp(min=1.0))
-        clip_fraction = float((clipped.to(m.dtype) * m).sum()) / denominator
-        mean_ratio = float((ratio * m).sum()) / denominator if float(count) > 0 else 1.0
+    clip_fraction, mean_ratio = clip_diagnostics(ratio, advantages, m, clip_eps, clip_eps_high)
     return GRPOLoss(loss=loss, num_tokens=float(count), clip_fraction=clip_fraction, mean_ratio=mean_ratio)
+
+
+@torch.no_grad()
+def clip_diagnostics(ratio, advantages, m, clip_eps: float, clip_eps_high: float | None) -> tuple[float, float]:
+    """Share of masked tokens whose ratio was clipped (TRL's clip_ratio/region_mean), and the mean ratio."""
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
+    adv = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
+    clipped = ((ratio < 1 - clip_eps) & (adv < 0)) | ((ratio > 1 + eps_high) & (adv > 0))
+    count = float(m.sum())
+    denominator = max(count, 1.0)
+    clip_fraction = float((clipped.to(m.dtype) * m).sum()) / denominator
+    mean_ratio = float((ratio * m).sum()) / denominator if count > 0 else 1.0
+    return clip_fraction, mean_ratio

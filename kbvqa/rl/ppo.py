@@ -104,6 +104,7 @@ def ppo_objective(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages
         raise ValueError("logprobs, old_logprobs and mask must have the same shape")
     if advantages.shape != logprobs.shape[:1]:
         raise ValueError(f"{tuple(advantages.shape)} advantages for {logprobs.shape[0]} trajectories")
+    old_logprobs, advantages, mask = (t.to(logprobs.device) for t in (old_logprobs, advantages, mask))
     m = mask.to(logprobs.dtype)
     log_ratio = (logprobs - old_logprobs.detach()) * m
     if ratio == "sequence":                  # pi(A|O) / pi_old(A|O): product over the query's tokens

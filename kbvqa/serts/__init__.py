@@ -2,8 +2,9 @@
 
 Modules: ``prompts`` (Tables 1, 2, 10, 11 and their parsers), ``search`` (§3.1, Alg. 1, and the
 self-reflection baseline of App. C.3), ``oracle`` (scripted stand-ins for the two models),
-``evaluate`` (Tab. 3/4/9 measures), ``results`` (the committed tables), ``paper`` (every number we
-quote from the paper). UCT is shared (``kbvqa.search``), BM25 too (``kbvqa.retrieval.bm25``), and
+``evaluate`` (Tab. 3/4/9 measures), ``experiment`` (the experiments' setups, settings, models and one chunk of
+records, rerun live by chapters 17 and 18), ``results`` (the committed tables), ``paper`` (every number
+we quote from the paper). UCT is shared (``kbvqa.search``), BM25 too (``kbvqa.retrieval.bm25``), and
 PPO on SeRTS trajectories is ``kbvqa.rl.ppo``.
 """
 from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator

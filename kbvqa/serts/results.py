@@ -13,7 +13,7 @@
 - ``kbvqa.viz.serts.draw_retrieval`` / ``draw_policies``: figures (ours with the seed spread, next to the paper).
 - ``live_agreement(live, committed)``: a live rerun of chunk 0 against the committed records.
 
-Leaves out: running anything (``serts_experiment``).
+Leaves out: running anything (``kbvqa.serts.experiment``, ``python -m kbvqa.experiments.serts_experiment``).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbvqa.experiments.pipeline_results import STAGES
+from kbvqa.pipeline.results import STAGES
 
 PIPELINE_STAGES = ("retrieve", "select / re-rank", "generate", "learn")
 

@@ -9,8 +9,9 @@
   (alpha = 0.8), "rl" (GRPO, Eq. 6-9, on evidence prompts of the train split, from a cold start);
   "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
 
-Leaves out: the rung definitions and the run (``reag_ladder``), the losses and loops
-(``kbvqa.rl``), the tables (``kbvqa.reag.results``).
+Leaves out: the rung definitions and the tables (``kbvqa.reag.results``), evaluation and the rungs'
+runs (``kbvqa.reag.ladder``, ``python -m kbvqa.experiments.reag_ladder``), the losses and loops
+(``kbvqa.rl``).
 """
 from __future__ import annotations
 

@@ -23,12 +23,13 @@ queries are fact look-ups (chapter 30 says why).
 
 Retrieval and critic scores come in as ``stage_inputs``: {query id: {"coarse", "fine" (passage
 ids), "coarse_scores", "fine_scores" (P(Yes) or None)}}, the format of
-``kbvqa.experiments.reag_ladder.retrieve_evidence`` (live) and of ReAG's committed
+``kbvqa.reag.ladder.retrieve_evidence`` (live) and of ReAG's committed
 ``evidence.json``. Every model call is batched over the queries (the reader in one ``generate``,
 the one-pass ladder in one, the iterative ladder in one per round).
 
-Leaves out: retrieval, the critic's training and scoring (``reag_ladder``, ``kbvqa.reag.critic``), the
-ablation table and its figure (``kbvqa.experiments.pipeline_ablation``).
+Leaves out: retrieval, the critic's training and scoring (``kbvqa.reag.ladder``, ``kbvqa.reag.critic``),
+the ablation's rows, table and loaders (``kbvqa.pipeline.results``) and its run
+(``python -m kbvqa.experiments.pipeline_ablation``).
 """
 from __future__ import annotations
 

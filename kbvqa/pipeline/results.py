@@ -1,6 +1,6 @@
 """Tables and figure of the end-to-end ablation: per-query records -> one row per pipeline setting.
 
-- ``summarise(records)``: per row (``pipeline_ablation.ROWS`` order; every row cut to the queries
+- ``summarise(records)``: per row (``ROWS`` order; every row cut to the queries
   all rows answered): n, accuracy (ReAG's task reward) with its 95 % Wilson interval
   (``kbvqa.metrics.intervals.wilson_interval``), the paired bootstrap against the row it adds to
   (``Row.versus``), mean
@@ -12,12 +12,18 @@
   DataFrame), ``print_table``, ``kbvqa.viz.pipeline.draw_ablation`` (accuracy with intervals beside the recall after
   each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records),
   ``where_lost(records)``: per query, the first stage that lost the evidence (or the answer).
+- ``ROWS`` (one ``kbvqa.pipeline.PipelineConfig`` per row, ``LIVE_ROWS`` the cheap ones),
+  ``load_stage_inputs`` (retrieval and the critic's P(Yes) from ReAG's committed ``evidence.json``),
+  ``run_rows`` (the records of some rows, the shipped generator as reader and ladder judge: the
+  runner's and the chapter's live rerun).
 
-Leaves out: running the rows (``pipeline_ablation``).
+Leaves out: the pipeline (``kbvqa.pipeline.stages``), the resumable run that writes
+``data/experiments/pipeline/`` (``python -m kbvqa.experiments.pipeline_ablation``).
 """
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +32,8 @@ from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
 from kbvqa.pipeline import PipelineConfig
 from kbvqa.reag.results import live_agreement
 
-__all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "print_table",
-           "summarise", "table_rows", "where_lost", "write_results"]
+__all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "load_stage_inputs", "print_table",
+           "run_rows", "summarise", "table_rows", "where_lost", "write_results"]
 
 STAGES = (("ev_retrieved", "retrieved"), ("ev_critic", "after critic"), ("ev_candidates", "ladder candidates"),
           ("ev_context", "reader's context"))
@@ -58,7 +64,7 @@ def _mean(values) -> float | None:
 
 def summarise(records: dict[str, list[dict]], **extra) -> dict:
     """The ablation table from ``{row: records}``; ``extra`` (provenance, seconds) stored as is."""
-    from kbvqa.experiments.pipeline_results import ROW_BY_NAME, ROWS
+    from kbvqa.pipeline.results import ROW_BY_NAME, ROWS
 
     names = [r.name for r in ROWS if records.get(r.name)]
     if not names:
@@ -100,7 +106,7 @@ def write_results(results: dict, out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.experiments.pipeline_results import RESULTS_DIR
+    from kbvqa.pipeline.results import RESULTS_DIR
 
     path = Path(out or RESULTS_DIR) / "results.json"
     if not path.exists():
@@ -110,8 +116,8 @@ def load_results(out=None) -> dict:
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{row: committed records} from ``out/runs/*.jsonl``."""
-    from kbvqa.experiments.pipeline_results import RESULTS_DIR, ROW_BY_NAME
     from kbvqa.experiments.runs import read_run
+    from kbvqa.pipeline.results import RESULTS_DIR, ROW_BY_NAME
 
     runs = Path(out or RESULTS_DIR) / "runs"
     return {n: read_run(runs / f"{n}.jsonl")[1] for n in ROW_BY_NAME if (runs / f"{n}.jsonl").exists()}
@@ -171,3 +177,38 @@ ROW_BY_NAME = {r.name: r for r in ROWS}
 
 
 LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none
+
+
+def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
+    """{query id: coarse / fine passage ids and P(Yes)} from ReAG's committed ``evidence.json``;
+    a missing file or query raises ``ValueError`` naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.reag_ladder` first")
+    stored = json.loads(path.read_text())["queries"]
+    missing = [q.id for q in queries if q.id not in stored]
+    if missing:
+        raise ValueError(f"{path} has no retrieval for {len(missing)} queries (e.g. {missing[:3]}); "
+                         "rerun reag_ladder with a larger --limit")
+    return {q.id: stored[q.id] for q in queries}
+
+
+def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_records=None) -> dict[str, list[dict]]:
+    """{row: records} for ``names`` (default all rows); ``model`` defaults to the shipped generator."""
+    from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.pipeline import run_pipeline
+
+    names = list(names or ROW_BY_NAME)
+    unknown = [n for n in names if n not in ROW_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown rows {unknown}; expected some of {list(ROW_BY_NAME)}")
+    model = model or load_vlm("generator")
+    out = {}
+    for name in names:
+        config = ROW_BY_NAME[name].config
+        t0 = time.perf_counter()
+        records = run_pipeline(world, queries, stage_inputs, config, reader=model, judge=model)
+        out[name] = records
+        if on_records is not None:
+            on_records(name, records, round(time.perf_counter() - t0, 1))
+    return out

@@ -1,0 +1,235 @@
+"""ReAG's ablation ladder (Tab. 4), the pieces chapter 24 reruns live: settings, evidence, evaluation.
+
+- ``LadderConfig``: the ladder's settings and training budgets (critic 150 steps x 16, SFT and cold
+  start 150 steps x 8, GRPO 30 steps x 4 prompts x G = 4; CPU, one thread) and ``fingerprint``.
+- ``rung_passages(rung, evidence)``: the passages the generator reads on a rung (none, every coarse
+  passage, the critic-kept coarse ones, the critic-kept coarse + fine ones; an oracle rung: the
+  evidence alone).
+- ``retrieve_evidence``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the profile's
+  grounder) and the critic's P(Yes) of every retrieved passage; ``load_evidence`` reads it from /
+  writes it to ``evidence.json`` (passage ids and P(Yes), so the chapter reuses the committed critic
+  scores without retraining the critic).
+- ``evaluate``: greedy answers of a generator on one rung, scored by ReAG's task reward
+  (``kbvqa.reag.rewards.task_reward``); ``run_rungs``: the records of some rungs, the generators
+  built in order (``kbvqa.reag.ladder_train``).
+- ``real_subset_ladder(name, n)``: the four zero-shot rungs on ``n`` queries of InfoSeek or E-VQA
+  with a small Wikipedia knowledge base (``KnowledgeBase``); gpu profile only: it needs the
+  official annotation files and network access, so the cpu profile passes ``n = 0`` (``{}``).
+
+Leaves out: the rung definitions and the tables (``kbvqa.reag.results``), training the critic and
+generators (``kbvqa.reag.ladder_train``), the resumable run that writes ``data/experiments/reag/``
+(``python -m kbvqa.experiments.reag_ladder``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
+from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RUNG_BY_NAME, RUNGS, Rung
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    limit: int = 200              # first N test queries (the split has 544)
+    seed: int = 0                 # training data, batches, sampling
+    k: int | None = None          # pages per retrieval stage; None: the profile's (cpu 5, gpu 20 as ReAG)
+    threshold: float = 0.1        # critic threshold (ReAG's shipped 0.1)
+    critic_steps: int = 150       # critic fine-tune (CriticTrainConfig's default; chapter 21: 60), batch 16
+    sft_steps: int = 150          # answer-only SFT, batch 8
+    cold_steps: int = 150         # cold start with traces, batch 8
+    alpha: float = 0.8            # Eq. 5 answer weight
+    train_examples: int = 1024    # critic tuples the SFT / cold start read (50 % evidence)
+    sft_lr: float = 1e-4          # both SFT runs (ReAG: 2e-6 on 3B/7B)
+    grpo_steps: int = 30          # GRPO steps from the cold start
+    group_size: int = 4           # G (ReAG: 8)
+    prompts_per_step: int = 4     # prompts per GRPO step (ReAG: 128)
+    grpo_lr: float = 2e-5         # (ReAG: 1e-6)
+    max_new_tokens: int = 96      # generation cap, evaluation and GRPO
+    batch_size: int = 16          # prompts per generate call
+
+    def __post_init__(self):
+        from kbvqa.reag.critic import check_threshold
+
+        ints = ("limit", "critic_steps", "sft_steps", "cold_steps", "train_examples", "grpo_steps",
+                "prompts_per_step", "max_new_tokens", "batch_size")
+        for name in ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.k is not None and (not isinstance(self.k, int) or self.k < 1):
+            raise ValueError(f"k must be None or a positive int, got {self.k!r}")
+        if not isinstance(self.group_size, int) or self.group_size < 2:
+            raise ValueError(f"group_size must be an int >= 2, got {self.group_size!r}")
+        if not 0 <= self.alpha <= 1 or not self.sft_lr > 0 or not self.grpo_lr > 0:
+            raise ValueError("need 0 <= alpha <= 1, sft_lr > 0 and grpo_lr > 0")
+        check_threshold(self.threshold)
+
+    def fingerprint(self, *fields: str) -> str:
+        """Short hash of the given fields (all when none), the seed always included."""
+        values = asdict(self)
+        chosen = {f: values[f] for f in (fields or values)} | {"seed": self.seed}
+        return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def rung_passages(rung: Rung, evidence: dict) -> list:
+    """The passages the generator reads on ``rung`` for one query's ``evidence`` record
+    (``retrieve_evidence``): none, every coarse passage, the critic-kept coarse ones, or the
+    critic-kept coarse + fine ones (an oracle rung: the evidence alone). Passages are ids; an
+    all-filtered query reads none."""
+    if rung.oracle:
+        return list(evidence["evidence"][:1])
+    if not rung.coarse:
+        return []
+    stage = "fine" if rung.fine else "coarse"
+    ids, scores = evidence[stage], evidence[f"{stage}_scores"]
+    if not rung.critic:
+        return list(ids)
+    return [p for p, s in zip(ids, scores) if s > evidence["threshold"]]
+
+
+# ------------------------------------------------------------------------------ the pieces
+def _round(score):
+    return None if score is None else round(float(score), 4)
+
+
+def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retriever=None, grounder=None) -> dict:
+    """{query id: {coarse, fine (passage ids), coarse_scores, fine_scores (P(Yes)), threshold,
+    evidence}} for ``queries``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the
+    profile's grounder) and the critic's P(Yes) of every retrieved passage (None without a critic)."""
+    from kbvqa.config import get_profile
+    from kbvqa.reag.critic import Critic, CriticConfig
+    from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
+    from kbvqa.retrieval.subject_grounding import get_grounder
+
+    profile = get_profile()
+    if retriever is None:
+        overrides = {"k": config.k} if config.k else {}
+        retriever = MultilevelRetriever(world.documents, config=MultilevelConfig.for_profile(profile, **overrides),
+                                        grounder=grounder or get_grounder(profile))
+    fine = retriever.retrieve(queries)
+    coarse = [[p for d, _ in r.coarse for p in retriever.index.by_id[d].passages] for r in fine]
+    fine = [[rp.passage for rp in r.passages] for r in fine]
+    n = len(queries)
+    if critic_vlm is None:          # retrieval alone (the chapter's live check)
+        scores = [[None] * len(c) for c in coarse] + [[None] * len(f) for f in fine]
+    else:
+        critic = Critic(critic_vlm, CriticConfig.for_profile(profile, threshold=config.threshold))
+        scores = critic.score_many([(q, c) for q, c in zip(queries, coarse)] + [(q, f) for q, f in zip(queries, fine)])
+    return {q.id: {"coarse": [p.id for p in c], "fine": [p.id for p in f], "coarse_scores": [_round(s) for s in sc],
+                   "fine_scores": [_round(s) for s in sf], "threshold": config.threshold,
+                   "evidence": list(q.evidence_ids)}
+            for q, c, f, sc, sf in zip(queries, coarse, fine, scores[:n], scores[n:])}
+
+
+def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: LadderConfig) -> list[dict]:
+    """Greedy answers of ``generator`` on ``rung`` (ReAG generator prompt with the rung's passages),
+    one record per query scored by the task reward of its question type."""
+    from kbvqa.metrics.answers import query_gold
+    from kbvqa.parsers import parse_think_answer
+    from kbvqa.reag.critic import CriticConfig, generator_prompt
+    from kbvqa.reag.rewards import format_reward, task_reward
+
+    cc = CriticConfig.for_profile()
+    passages = [rung_passages(rung, evidence[q.id]) for q in queries]
+    prompts = [generator_prompt(q, [world.passage(p) for p in ps], cc.short_prompts, cc.image_size)
+               for q, ps in zip(queries, passages)]
+    outputs = generator.generate(prompts, n=1, max_new_tokens=config.max_new_tokens, temperature=0.0,
+                                 seed=config.seed, batch_size=config.batch_size) if prompts else []
+    records = []
+    for q, ps, out in zip(queries, passages, outputs):
+        text = str(out[0])
+        records.append({"id": q.id, "answer_type": q.answer_type, "answer": parse_think_answer(text).answer,
+                        "gold": list(q.answers), "correct": bool(task_reward(text, query_gold(q), q.answer_type,
+                                                                             q.answer_range) > 0),
+                        "format": float(format_reward(text)), "passages": len(ps),
+                        "evidence_in": bool(set(ps) & set(q.evidence_ids)), "output": text[:400]})
+    return records
+
+
+# ------------------------------------------------------------------------------ the run
+def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None) -> dict:
+    """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
+    (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
+    critic scores without retraining the critic); recomputed when the settings changed."""
+    key = config.fingerprint("k", "threshold", "critic_steps")
+    stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
+    have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
+    missing = [q for q in queries if q.id not in have]
+    if missing:
+        t0 = time.perf_counter()
+        critic_vlm = train_ladder_critic(world, config)
+        have.update(retrieve_evidence(world, missing, critic_vlm, config))
+        if log is not None:
+            log["critic"] = {"steps": config.critic_steps, "seconds": round(time.perf_counter() - t0, 1)}
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps({"fingerprint": key, "queries": have}, separators=(",", ":")))
+    return {q.id: have[q.id] for q in queries}
+
+
+def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, log: dict | None = None,
+              done: dict | None = None, on_records=None) -> dict[str, list[dict]]:
+    """Records of each rung in ``rungs`` (names; default all) for ``queries``. Rungs listed in
+    ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
+    generators are built in order and the cold start is reused as the start of GRPO."""
+    from kbvqa.models.checkpoints import load_vlm
+
+    names = list(rungs or RUNG_BY_NAME)
+    unknown = [n for n in names if n not in RUNG_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown rungs {unknown}; expected some of {list(RUNG_BY_NAME)}")
+    done, log, out, models = done or {}, log if log is not None else {}, {}, {}
+    for rung in (r for r in RUNGS + ORACLE_RUNGS if r.name in names and r.name not in done):
+        kind = rung.generator
+        if kind not in models:
+            if kind == "zero_shot":
+                models[kind] = load_vlm("generator")
+            elif kind == "rl":
+                cold = models.get("cold_start") or train_generator("cold_start", world, config, log=log)
+                models[kind] = train_generator("rl", world, config, base=copy_vlm(cold), log=log)
+            else:
+                models[kind] = train_generator(kind, world, config, log=log)
+        out[rung.name] = evaluate(models[kind], world, queries, evidence, rung, config)
+        if on_records is not None:
+            on_records(rung.name, out[rung.name])
+    return out
+
+
+# ------------------------------------------------------------------------------ a real subset (gpu profile)
+class KnowledgeBase:
+    """The two things the ladder asks of a world: ``documents`` and ``passage(id)``."""
+
+    def __init__(self, documents: Sequence):
+        self.documents = list(documents)
+        self._passages = {p.id: p for d in self.documents for p in d.passages}
+
+    def passage(self, passage_id: str):
+        if passage_id not in self._passages:
+            raise KeyError(f"no passage {passage_id!r} in the knowledge base")
+        return self._passages[passage_id]
+
+
+def real_subset_ladder(name: str = "infoseek", n: int = 50, max_docs: int = 2000, config=None) -> dict:
+    """{rung: records} of the cheap rungs on the first ``n`` queries of dataset ``name``
+    ("infoseek" or "evqa"); ``{}`` when ``n == 0``."""
+    from kbvqa.data import load_dataset
+    from kbvqa.data.datasets import load_knowledge_base
+    from kbvqa.models.checkpoints import load_vlm
+
+    if name not in ("infoseek", "evqa"):
+        raise ValueError(f"the ReAG ladder runs on 'infoseek' or 'evqa', got {name!r}")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    if n == 0:
+        return {}
+    config = config or LadderConfig(limit=n)
+    queries = load_dataset(name, limit=n)
+    kb = KnowledgeBase(load_knowledge_base(name, max_docs=max_docs, queries=queries))
+    evidence = retrieve_evidence(kb, queries, load_vlm("critic"), config)
+    generator = load_vlm("generator")
+    return {rung: evaluate(generator, kb, queries, evidence, RUNG_BY_NAME[rung], config) for rung in CHEAP_RUNGS}
