@@ -1,6 +1,8 @@
 import csv
 import json
 
+import pytest
+
 from kbvqa.experiments.runs import resumable_parser, resumed_run, write_json_and_csv
 
 
@@ -27,3 +29,16 @@ def test_results_files_and_parser(tmp_path):
     assert list(csv.reader((tmp_path / "out" / "results.csv").open())) == [["a", "b"], ["1", "2"], ["3", "4"]]
     args = resumable_parser("d", "--rungs", ["x", "y"], 7, "help", tmp_path).parse_args(["--rungs", "y", "--fresh"])
     assert args.rungs == ["y"] and args.fresh and args.limit == 7 and args.out == tmp_path
+
+
+def test_committed_for_pairs_live_records_with_the_committed_ones():
+    from kbvqa.experiments.runs import committed_for
+
+    committed = [{"id": "a", "seed": 0, "x": 1}, {"id": "b", "seed": 0, "x": 2}, {"id": "a", "seed": 1, "x": 3}]
+    assert [r["x"] for r in committed_for([{"id": "b"}, {"id": "a"}], committed[:2])] == [2, 1]
+    pairs = committed_for([{"id": "a", "seed": 1}], committed, key=lambda r: (r["id"], r["seed"]))
+    assert pairs == [committed[2]]
+    with pytest.raises(ValueError, match=r"rung 'r': no committed record for \['c'\]; see"):
+        committed_for([{"id": "c"}, {"id": "a"}], committed, what="rung 'r': ", hint="; see")
+    with pytest.raises(ValueError, match="no live records"):
+        committed_for([], committed)

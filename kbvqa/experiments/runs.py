@@ -105,3 +105,17 @@ def read_run(path: Path) -> tuple[dict | None, list[dict]]:
     if not lines or "fingerprint" not in lines[0]:
         return None, []
     return lines[0], lines[1:]
+
+
+def committed_for(live: list[dict], committed: list[dict], key=lambda r: r["id"], what: str = "",
+                  hint: str = "") -> list[dict]:
+    """The committed record of each live record (same ``key``, in live order): the pairing every
+    chapter's live rerun makes before it checks agreement with the committed table. Raises
+    ``ValueError`` naming the first missing ids (``what`` goes in front, ``hint`` after), and when
+    ``live`` is empty."""
+    by_key = {key(r): r for r in committed}
+    missing = [r.get("id", key(r)) for r in live if key(r) not in by_key]
+    if missing or not live:
+        raise ValueError(f"{what}no committed record for {missing[:3] or 'any query (no live records)'}{hint}")
+    return [by_key[key(r)] for r in live]
+

@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
 from kbvqa.molt.paper import PAPER_KEY, PAPER_TAB5, PAPER_TAB6
 
@@ -142,11 +143,7 @@ def load_records(out=None) -> dict[str, list[dict]]:
 def live_agreement(live: list[dict], committed: list[dict]) -> dict:
     """Live records against the committed records of the same query ids: share of identical
     outcomes (correct / wrong) and whether the committed rate lies in the live Wilson interval."""
-    by_id = {r["id"]: r for r in committed}
-    missing = [r["id"] for r in live if r["id"] not in by_id]
-    if missing:
-        raise ValueError(f"no committed record for {missing[:3]}")
-    ref = [bool(by_id[r["id"]]["correct"]) for r in live]
+    ref = [bool(r["correct"]) for r in committed_for(live, committed)]
     agreement = check_agreement([bool(r["correct"]) for r in live], sum(ref) / len(ref))
     return {"n": len(live), "same_outcome": same_answers([bool(r["correct"]) for r in live], ref),
             "live_accuracy": round(agreement.rate, 4), "committed_accuracy": round(agreement.reference, 4),

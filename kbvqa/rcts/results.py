@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.rcts.diagnostics import reward_correctness
 from kbvqa.rcts.paper import PAPER_KEY, paper_rows
@@ -172,11 +173,7 @@ def print_tables(results: dict) -> None:
 def live_agreement(live: list[dict], committed: list[dict]) -> dict:
     """A live rerun against the committed records of the same questions: the binomial agreement
     check (``check_agreement``) and the share of identical answers."""
-    by_id = {r["id"]: r for r in committed}
-    missing = [r["id"] for r in live if r["id"] not in by_id]
-    if missing:
-        raise ValueError(f"no committed record for {missing[:3]}: rerun questions the script ran")
-    reference = [by_id[r["id"]] for r in live]
+    reference = committed_for(live, committed, hint=": rerun questions the script ran")
     rate = sum(bool(r["correct"]) for r in reference) / len(reference)
     return {"agreement": check_agreement([bool(r["correct"]) for r in live], rate),
             "same_answers": same_answers([r["pred"] for r in live], [r["pred"] for r in reference])}

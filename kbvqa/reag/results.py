@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
 
@@ -126,11 +127,7 @@ def live_agreement(live: dict[str, list[dict]], committed: dict[str, list[dict]]
     Wilson interval, whether they agree within noise, and the share of identical answers."""
     out = []
     for name, recs in live.items():
-        by_id = {r["id"]: r for r in committed.get(name, [])}
-        missing = [r["id"] for r in recs if r["id"] not in by_id]
-        if missing or not recs:
-            raise ValueError(f"rung {name!r}: no committed record for {missing[:3] or 'any query'}")
-        ref = [by_id[r["id"]] for r in recs]
+        ref = committed_for(recs, committed.get(name, []), what=f"rung {name!r}: ")
         agreement = check_agreement([r["correct"] for r in recs], sum(r["correct"] for r in ref) / len(ref))
         out.append({"rung": name, "n": agreement.n, "live": agreement.rate, "low": round(agreement.low, 3),
                     "high": round(agreement.high, 3), "committed": agreement.reference, "agrees": agreement.agrees,

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import committed_for
 from kbvqa.serts.paper import PAPER_KEY, PAPER_MODEL_OF, PAPER_TAB3, PAPER_TAB4, PAPER_TAB6, PAPER_TAB9
 
 RETRIEVAL_KEYS = ("precision", "recall", "f1", "hit")
@@ -169,14 +170,11 @@ def live_agreement(live: list[dict], committed: list[dict]) -> list[dict]:
     rate inside the live Wilson interval) and the share of identical abstract sets and answers."""
     from kbvqa.metrics.intervals import check_agreement, same_answers
 
-    by_key = {(r["method"], r["seed"], r["id"]): r for r in committed}
     out = []
     for method in dict.fromkeys(r["method"] for r in live):
         recs = [r for r in live if r["method"] == method]
-        missing = [r["id"] for r in recs if (method, r["seed"], r["id"]) not in by_key]
-        if missing:
-            raise ValueError(f"method {method!r}: no committed record for {missing[:3]}")
-        ref = [by_key[(method, r["seed"], r["id"])] for r in recs]
+        ref = committed_for(recs, committed, key=lambda r: (r["method"], r["seed"], r["id"]),
+                            what=f"method {method!r}: ")
         agreement = check_agreement([bool(r["hit"]) for r in recs], float(np.mean([r["hit"] for r in ref])))
         out.append({"method": method, "n": len(recs),
                     "recall live": round(float(np.mean([r["recall"] for r in recs])), 3),
