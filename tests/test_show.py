@@ -100,3 +100,35 @@ def test_real_samples_when_present():
     assert bio.source == "sample" and [q.answer_type for q in bio.queries] == ["yesno", "factoid", "list", "list"]
     mmmu = S.pick_source("mmmu", samples)
     assert len(mmmu.queries) == 30 and all(q.meta["response"] for q in mmmu.queries)
+
+
+def test_a_cut_fallback_shows_every_answer_type():
+    """Chapter 02 in the gpu profile cuts to 20 queries; the toy literature lists yes/no first."""
+    lit = [Query(id=f"{t}{i}", question="?", answers=["x"], answer_type=t)
+           for t in ("yesno", "factoid", "list", "summary") for i in range(6)]
+    picked = S.pick_source("bioasq", None, limit=6, fallback=lambda: lit)
+    assert [q.id for q in picked.queries] == ["yesno0", "factoid0", "list0", "summary0", "yesno1", "factoid1"]
+    assert S.spread_by_type(lit, None) == lit and S.spread_by_type(lit, 100) == lit
+    assert S.spread_by_type(lit[:7], 3) == [lit[0], lit[6], lit[1]]
+    assert S.spread_by_type(lit, 0) == []
+
+
+def test_hub_rows_stream_instead_of_downloading_the_split(monkeypatch):
+    import sys
+    import types
+
+    from kbvqa.data import real_common
+    from kbvqa.data.datasets import dataset_info
+
+    calls, pulled = [], []
+
+    def rows():
+        for i in range(10**6):
+            pulled.append(i)
+            yield {"i": i}
+
+    fake = types.SimpleNamespace(load_dataset=lambda *a, **k: calls.append(k) or rows())
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    monkeypatch.setattr(real_common, "network_allowed", lambda offline=None: True)
+    got = real_common.take(real_common.hub_rows(dataset_info("vizwiz"), "validation"), 3)
+    assert got == [{"i": 0}, {"i": 1}, {"i": 2}] and calls[0]["streaming"] is True and len(pulled) == 3

@@ -118,7 +118,23 @@ def pick_source(name: str, samples: Path | None, limit: int | None = None, split
         return Picked(name, handmade_queries(name)[:limit], "hand-made", None, notes)
     if fallback is None:
         raise DatasetNotAvailable(f"{name}: no source ({'; '.join(notes)}) and no fallback")
-    return Picked(name, list(fallback())[:limit], fallback_name, None, notes)
+    return Picked(name, spread_by_type(list(fallback()), limit), fallback_name, None, notes)
+
+
+def spread_by_type(queries: list[Query], limit: int | None) -> list[Query]:
+    """The first ``limit`` queries taken round-robin over ``answer_type`` (in order of first
+    appearance), so that a short cut of a list sorted by type (the toy literature: yes/no first)
+    still shows every type; all of them, in their order, when ``limit`` is None or covers them."""
+    if limit is None or limit >= len(queries):
+        return list(queries)
+    groups: dict = {}
+    for q in queries:
+        groups.setdefault(q.answer_type, []).append(q)
+    out, depth = [], 0
+    while len(out) < limit:
+        out += [g[depth] for g in groups.values() if depth < len(g)][: limit - len(out)]
+        depth += 1
+    return out
 
 
 def _cut(text, width: int) -> str:                         # one line, cut with an ellipsis
