@@ -313,3 +313,29 @@ def test_losses_move_advantages_and_masks_to_the_logprobs_device(monkeypatch):
     lp, adv, mask = torch.zeros(2, 3), torch.ones(2), torch.ones(2, 3)
     gl.grpo_loss(lp, torch.zeros(2, 3), adv, mask)
     assert seen[0][0] is lp and any(t is adv for t in seen[0][1]) and any(t is mask for t in seen[0][1])
+
+
+def test_models_of_a_billion_parameters_train_lora_not_all_weights():
+    """The gpu profile's 2-3B critic and judge must not train in full on one 16 GB GPU."""
+    from kbvqa.rl.common import DEFAULT_LORA, prepare_trainable
+
+    class FakeVLM:
+        def __init__(self):
+            self.model, self.added = torch.nn.Linear(8, 8), []
+
+        def add_lora(self, **kwargs):
+            self.added.append(kwargs)
+            for p in self.model.parameters():
+                p.requires_grad_(False)
+            self.model.lora = torch.nn.Linear(8, 1)        # stands in for the adapters
+            self.model.peft_config = {}
+
+    small = FakeVLM()
+    assert len(prepare_trainable(small, None, freeze_vision=False)) == 2 and not small.added
+    big = FakeVLM()
+    with pytest.warns(UserWarning, match="LoRA"):
+        params = prepare_trainable(big, None, freeze_vision=False, full_finetune_limit=50)   # 72 >= 50
+    assert big.added == [DEFAULT_LORA] and [p.shape for p in params] == [(1, 8), (1,)]
+    chosen = FakeVLM()
+    prepare_trainable(chosen, {"r": 4, "alpha": 8}, freeze_vision=False, full_finetune_limit=50)
+    assert chosen.added == [{"r": 4, "alpha": 8}]

@@ -11,6 +11,7 @@ Leaves out: the losses (``sft.py``, ``grpo_loss.py``) and the loops (``sft.py``,
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import torch
@@ -18,11 +19,27 @@ import torch
 SCHEDULES = ("cosine", "constant")
 
 
-def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True) -> list[torch.nn.Parameter]:
-    """Add LoRA adapters when ``lora`` is a dict of ``VLM.add_lora`` arguments (not twice), freeze
-    the vision encoder (merger excepted) when ``freeze_vision``; return the trainable parameters."""
+# Full fine-tuning stops here: a model of this many parameters or more trains LoRA adapters even
+# when a config asks for all weights (a 2-3B model in full needs its weights, gradients and AdamW's
+# two moments -- over 16 GB before activations -- which one Colab GPU does not have).
+FULL_FINETUNE_LIMIT = 1_000_000_000
+DEFAULT_LORA = {"r": 16, "alpha": 32}
+
+
+def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True,
+                      full_finetune_limit: int = FULL_FINETUNE_LIMIT) -> list[torch.nn.Parameter]:
+    """Add LoRA adapters when ``lora`` is a dict of ``VLM.add_lora`` arguments (not twice), or
+    ``DEFAULT_LORA`` when ``lora`` is None but the model has ``full_finetune_limit`` parameters or
+    more (the gpu profile's 2-3B roles); freeze the vision encoder (merger excepted) when
+    ``freeze_vision``; return the trainable parameters."""
     if lora is not None and not isinstance(lora, dict):
         raise ValueError(f"lora must be None or a dict of VLM.add_lora arguments, got {type(lora).__name__}")
+    if lora is None and not hasattr(vlm.model, "peft_config"):
+        size = sum(p.numel() for p in vlm.model.parameters())
+        if size >= full_finetune_limit:
+            warnings.warn(f"{size / 1e9:.1f}B parameters: training LoRA adapters {DEFAULT_LORA} instead of "
+                          f"all weights (kbvqa.rl.common.FULL_FINETUNE_LIMIT)", stacklevel=2)
+            lora = DEFAULT_LORA
     if lora is not None and not hasattr(vlm.model, "peft_config"):
         vlm.add_lora(**lora)
     if freeze_vision:
