@@ -20,7 +20,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: reader venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
+.PHONY: wheel reader venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
@@ -29,6 +29,7 @@ help:
 	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
 	@echo "make reader - train the cpu profile's reader (SmolLM2-135M + our vision tower; resumable, hours on 2 cores)"
+	@echo "make wheel  - build dist/kbvqa-*.whl (the package with its data) to install where GitHub cannot be reached"
 	@echo "make tiny-model - retrain the shipped tiny checkpoint from scratch (two stages, hours on 1 core)"
 
 # System packages: ROUGE-1.5.5 (the reference our ROUGE is tested against) needs Perl's XML::Parser.
@@ -124,6 +125,10 @@ tiny-model: $(STAMP)
 reader: $(STAMP)
 	$(PY) -m kbvqa.reader.train --export data/reader
 	$(PY) -m kbvqa.reader.card data/reader
+
+wheel: $(STAMP)
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
+	@ls -l dist/kbvqa-*.whl
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kbvqa tests benchmarks tools

@@ -58,10 +58,11 @@ def test_notebook_hygiene(nb_path):
     assert not any(c.get("execution_count") for c in code), "strip execution counts"
     ids = [c.get("id") for c in cells]              # nbformat 4.5: a missing id becomes a hard error
     assert all(ids) and len(set(ids)) == len(ids), "every cell needs its own id"
-    # First code cell installs the package in Colab, from the repository the launch buttons use.
-    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
-    first = "".join(code[0]["source"])
-    assert "google.colab" in first and f"git+{repo}" in first
+    # First code cell installs the package in Colab, from the repository the launch buttons use
+    # (generated from _config.yml by tools.first_cell: one place for the address).
+    from tools.first_cell import first_cell
+
+    assert "".join(code[0]["source"]) == first_cell(), "run `python -m tools.first_cell`"
     md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert re.search(r"^## Summary", md, re.M), "every chapter ends with a Summary"
     assert re.search(r"^## Exercises", md, re.M), "every chapter has Exercises"
@@ -72,6 +73,17 @@ def test_notebook_hygiene(nb_path):
     assert all(":class: dropdown" in options for _, options in solutions), "solutions go in dropdowns"
     assert "{exercise}" in md and "{solution}" in md and ":class: dropdown" in md
     assert len(code) <= 25, "aim for <= 25 code cells; move code into kbvqa/"
+
+
+def test_first_cell_is_valid_ipython_and_follows_the_config(tmp_path):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from tools.first_cell import first_cell
+
+    compile(TransformerManager().transform_cell(first_cell()), "first_cell", "exec")
+    config = tmp_path / "_config.yml"
+    config.write_text("repository:\n  url: https://example.org/fork/kbvqa/\n  branch: dev\n")
+    assert 'KBVQA_SOURCE", "git+https://example.org/fork/kbvqa@dev")' in first_cell(config)
 
 
 def test_pipeline_figure_is_up_to_date(tmp_path):
