@@ -181,3 +181,26 @@ def test_vision_counter_counts_tower_calls_on_a_tiny_vlm():
         run_iterative(vlm, "q ?", query, cands, max_new_tokens=2)
     assert (one.calls, one.images) == (1, 6)          # N candidates + the query, once
     assert (it.calls, it.images) == (4, 12)           # N - 1 calls, 2 (N - 1) candidates + N - 1 queries
+
+
+def test_vision_counter_synchronises_cuda_before_reading_the_clock(monkeypatch):
+    """Chapter 26's "vision ms": CUDA kernels run asynchronously, so the counter waits for them."""
+    import types
+
+    import torch
+
+    from kbvqa.molt.run import VisionCounter
+
+    tower = torch.nn.Linear(4, 4)
+    counter = VisionCounter(types.SimpleNamespace(vision_tower=tower))
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+    with counter:
+        tower(torch.zeros(2, 4))
+    assert (counter.calls, counter.images, synced) == (1, 2, [])        # on the CPU: no synchronisation
+    fake_cuda = torch.nn.Parameter(torch.zeros(1))
+    monkeypatch.setattr(type(tower), "parameters", lambda self, recurse=True: iter([fake_cuda]))
+    monkeypatch.setattr(type(fake_cuda), "device", property(lambda self: torch.device("cuda", 0)))
+    with counter:
+        tower(torch.zeros(3, 4))
+    assert counter.calls == 2 and counter.images == 5 and synced == [torch.device("cuda", 0)] * 2

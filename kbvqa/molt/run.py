@@ -62,10 +62,21 @@ class VisionCounter:
         self.module, self.calls, self.images, self.seconds = vlm.vision_tower, 0, 0, 0.0
         self._hooks, self._start = [], 0.0
 
+    def _sync(self) -> None:
+        """On a GPU, wait for the queued kernels: CUDA runs asynchronously, so a clock read without
+        it measures the launch, not the work."""
+        device = next(self.module.parameters()).device
+        if device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(device)
+
     def _begin(self, module, args, kwargs):
+        self._sync()
         self._start = time.perf_counter()
 
     def _count(self, module, args, kwargs, output):
+        self._sync()
         self.seconds += time.perf_counter() - self._start
         self.calls += 1
         grid = kwargs.get("grid_thw", args[1] if len(args) > 1 else None)
