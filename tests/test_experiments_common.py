@@ -42,3 +42,16 @@ def test_committed_for_pairs_live_records_with_the_committed_ones():
         committed_for([{"id": "c"}, {"id": "a"}], committed, what="rung 'r': ", hint="; see")
     with pytest.raises(ValueError, match="no live records"):
         committed_for([], committed)
+
+
+def test_same_model_compares_what_made_the_committed_run():
+    import types
+
+    from kbvqa.experiments.runs import model_fingerprint, same_model
+
+    reader = types.SimpleNamespace(fingerprint="0123abcd")
+    hub = types.SimpleNamespace(core=types.SimpleNamespace(name_or_path="Qwen/Qwen3-VL-2B-Instruct"))
+    assert model_fingerprint(reader) == "reader:0123abcd" and model_fingerprint(hub) == "Qwen/Qwen3-VL-2B-Instruct"
+    assert same_model(reader, {"model": "reader:0123abcd"}) and not same_model(hub, {"model": "reader:0123abcd"})
+    tiny = model_fingerprint(None)
+    assert tiny.startswith("tiny_vlm:") and same_model(None, {"model": tiny}) and not same_model(None, {})

@@ -77,7 +77,10 @@ def git_commit(dirty_paths=()) -> str:
 
 
 def model_fingerprint(vlm=None) -> str:
-    """The cpu checkpoint's SHA-256 (first 16 hex digits) or the hub id of a loaded hub model."""
+    """Which model made a run: ``reader:<fingerprint>`` for the shipped reader (``load_reader``
+    sets it), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
+    if getattr(vlm, "fingerprint", None):
+        return f"reader:{vlm.fingerprint}"
     weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
     name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
     if name and "tiny_vlm" not in str(name):
@@ -85,6 +88,13 @@ def model_fingerprint(vlm=None) -> str:
     if not weights.exists():
         return "unknown"
     return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+
+
+def same_model(vlm, provenance: dict) -> bool:
+    """Whether ``vlm`` is the model that made a committed run (its provenance's ``model``): a live
+    rerun can only be expected to agree with committed records of the same model. In the gpu
+    profile a chapter's hub model is not the cpu model that made the committed tables."""
+    return model_fingerprint(vlm) == provenance.get("model")
 
 
 def provenance(seed: int, vlm=None, **extra) -> dict:
