@@ -31,3 +31,64 @@ def test_table_and_bad_arguments():
         fits("nobody/model")
     with pytest.raises(ValueError):
         budget_table(16, ["nobody/model"])
+
+
+# What each chapter holds on the GPU in the gpu profile, read off its cells: the roles it loads
+# (load_vlm), the roles it trains in place, and the roles it trains as a deep copy.
+CHAPTERS = {
+    "01_models": ({"reader"}, (), ()),
+    "10_rcts_reasoning_contexts": ({"reasoner"}, (), ()),
+    "13_rcts_mcts_hr": ({"generator"}, (), ()),
+    "14_rcts_experiments": ({"generator"}, (), ()),
+    "16_serts_tree_search": ({"generator"}, (), ()),
+    "18_serts_ppo": ({"generator"}, ("generator", "generator"), ()),        # proposer and evaluator copies
+    "21_reag_critic": ({"critic", "generator"}, ("critic",), ()),            # train_critic deep-copies
+    "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
+    "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
+    "25_molt_candidates": ({"judge"}, (), ()),
+    "26_molt_ladder": ({"judge"}, (), ()),
+    "27_molt_training": ({"judge"}, (), ("judge",)),
+    "28_molt_weak_to_strong": ({"judge"}, (), ()),
+    "30_end_to_end": ({"generator"}, (), ()),
+}
+OVER_BUDGET = {   # known gpu-profile defects (issue #19): each trains a deep copy beside its base
+    "18_serts_ppo": "two LoRA copies of the 2B generator beside it (~17 GiB)",
+    "21_reag_critic": "a LoRA copy of the 3.75B critic beside it and the 2B generator (~24 GiB)",
+}
+
+
+def test_the_chapter_table_matches_the_notebooks():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    for name, (roles, _, _) in CHAPTERS.items():
+        text = (root / f"{name}.ipynb").read_text()
+        found = set(re.findall(r'load_vlm\(\\"(\w+)\\"\)', text)) | ({"generator"} if "load_vlm()" in text else set())
+        assert found - {"reader"} <= roles, (name, found)
+    listed = {p.stem for p in root.glob("*.ipynb") if re.search(r"load_vlm\(", p.read_text())}
+    assert listed <= set(CHAPTERS), listed - set(CHAPTERS)
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_each_chapter_fits_a_16_gb_t4(chapter):
+    from kbvqa.models.checkpoints import GPU_CHECKPOINTS
+    from kbvqa.models.gpu_budget import chapter_memory_gib
+
+    roles, copies, in_place = CHAPTERS[chapter]
+    gib = chapter_memory_gib({r: GPU_CHECKPOINTS[r] for r in roles}, copies, in_place)
+    if chapter in OVER_BUDGET:
+        pytest.xfail(f"{chapter}: {gib:.1f} GiB -- {OVER_BUDGET[chapter]}")
+    assert gib <= 0.9 * 16, f"{chapter}: {gib:.1f} GiB"
+
+
+def test_over_budget_list_is_still_true():
+    """When a chapter stops training a copy, it leaves OVER_BUDGET (this test then fails)."""
+    from kbvqa.models.checkpoints import GPU_CHECKPOINTS
+    from kbvqa.models.gpu_budget import chapter_memory_gib
+
+    for chapter in OVER_BUDGET:
+        roles, copies, in_place = CHAPTERS[chapter]
+        assert chapter_memory_gib({r: GPU_CHECKPOINTS[r] for r in roles}, copies, in_place) > 0.9 * 16
+    with pytest.raises(ValueError, match="not among the loaded"):
+        chapter_memory_gib({"judge": GPU_CHECKPOINTS["judge"]}, ("critic",))

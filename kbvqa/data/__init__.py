@@ -38,3 +38,9 @@ from kbvqa.data.toyworld import (  # noqa: E402  (the toy world, built on the sc
 
 __all__ += ["TOYWORLD_VERSION", "ToyWorld", "ToyWorldConfig", "build_world",
             "get_world", "load_world", "timed_build"]
+
+# What the chapters use beyond the core API (chapter 02): the sample tables, BioASQ's corpus coverage.
+from kbvqa.data.real_bioasq import corpus_coverage  # noqa: E402
+from kbvqa.data.show import HANDMADE_ROWS, find_samples, pick_source, query_table, show_query  # noqa: E402
+
+__all__ += ["HANDMADE_ROWS", "corpus_coverage", "find_samples", "pick_source", "query_table", "show_query"]

@@ -2,7 +2,7 @@
 
 - ``VLM`` (``vlm.py``): ``from_pretrained`` / ``from_model``, ``generate``, ``p_yes``,
   ``completion_logprobs``, ``add_lora``, ``save_pretrained``.
-- prompts (``chat.py``): chats of text and image parts; ``make_chat(text, image)``.
+- prompts (``chat.py``): chats of text and image parts; ``make_chat(text, image)``, ``chat_images(chat)``.
 - tiny models (``families.py``): ``tiny_config``, ``build_tokenizer``, ``build_tiny_vlm`` for the
   Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.
 - retrieval encoders (``encoders.py``): token-level text (MiniLM) and image (small CNN) embeddings in
@@ -10,10 +10,12 @@
 - torchvision-free processors (``processors.py``), loading options (``loading.py``), hub
   checkpoints per role and ``load_vlm(role)``, which picks the tiny or hub model by profile
   (``checkpoints.py``).
+- the toy literature the tiny model was pretrained on (``pretrain_mc_lit.py``): ``lit_question_split``
+  (the questions held out for the chapters) and ``rubric_score`` (the SeRTS evaluator's rubric).
 
 Importing this package registers the image-only Qwen processors with ``AutoProcessor``.
 """
-from kbvqa.models.chat import make_chat
+from kbvqa.models.chat import chat_images, make_chat
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm
 from kbvqa.models.encoders import (
                                    GPU_ENCODER,
@@ -28,10 +30,11 @@ from kbvqa.models.encoders import (
 )
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
 from kbvqa.models.outputs import Generations
+from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM
 
-__all__ = ["build_tiny_vlm", "build_tokenizer", "ClipEncoders", "CompletionLogprobs", "document_text",
+__all__ = ["build_tiny_vlm", "build_tokenizer", "chat_images", "ClipEncoders", "CompletionLogprobs", "document_text",
            "encoder_card", "EncoderConfig", "FAMILIES", "Generations", "get_encoders", "gpu_checkpoint",
-           "GPU_CHECKPOINTS", "GPU_ENCODER", "load_encoders", "load_vlm", "make_chat", "sentence_vectors",
-           "tiny_config", "TinySpec", "ToyEncoders", "VLM"]
+           "GPU_CHECKPOINTS", "GPU_ENCODER", "lit_question_split", "load_encoders", "load_vlm", "make_chat",
+           "rubric_score", "sentence_vectors", "tiny_config", "TinySpec", "ToyEncoders", "VLM"]

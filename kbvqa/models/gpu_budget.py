@@ -75,3 +75,23 @@ def budget_table(gpu_gib: float = 16.0, checkpoints=None):
         row[f"fits {gpu_gib:g} GB as"] = ", ".join(m for m in MODES if memory_gib(params, m) <= 0.9 * gpu_gib) or "-"
         rows[name] = row
     return pd.DataFrame(rows).T
+
+
+def chapter_memory_gib(loaded: dict, trained_copies=(), trained_in_place=()) -> float:
+    """Estimated peak GiB of a chapter in the gpu profile: every role it loads (a dict role ->
+    checkpoint) in bf16 inference, a role trained in place counted in its training mode instead,
+    plus each trained *copy* (``copy.deepcopy`` of a loaded role) in its training mode. The mode of
+    a trained model follows ``kbvqa.rl.common``: LoRA from 1B parameters on, full AdamW below."""
+    def training(checkpoint):
+        params = PARAMS_B[checkpoint]
+        return memory_gib(params, "lora" if params >= 1.0 else "full")
+
+    unknown = [c for c in loaded.values() if c not in PARAMS_B]
+    if unknown:
+        raise ValueError(f"no parameter count for {unknown}; known: {sorted(PARAMS_B)}")
+    missing = [r for r in (*trained_copies, *trained_in_place) if r not in loaded]
+    if missing:
+        raise ValueError(f"trained roles {missing} are not among the loaded ones {sorted(loaded)}")
+    total = sum(training(c) if role in trained_in_place else memory_gib(PARAMS_B[c], "bf16")
+                for role, c in loaded.items())
+    return total + sum(training(loaded[role]) for role in trained_copies)

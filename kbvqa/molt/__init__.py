@@ -22,14 +22,44 @@ __all__ = ["ORDERS", "Candidate", "CandidateConfig", "CandidatePipeline", "Candi
 
 # What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
 from kbvqa.molt.analysis import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played  # noqa: E402
-from kbvqa.molt.candidates import format_wiki, ground_crop, model_extractor, model_grounder, oracle_extractor  # noqa: E402
+from kbvqa.molt.candidates import (  # noqa: E402
+           candidate_sets,
+           doc_image_of,
+           format_wiki,
+           ground_crop,
+           model_extractor,
+           model_grounder,
+           oracle_extractor,
+           pipeline_for,
+)
+from kbvqa.molt.candidates import load_results as load_candidate_results  # noqa: E402  (chapter 25's committed run)
+from kbvqa.molt.experiment import (  # noqa: E402
+           ERRORS,
+           MOLTExperimentConfig,
+           eval_sets,
+           evaluate_one_pass,
+           evaluate_one_shot,
+           grpo_tasks,
+           scripted_records,
+)
 from kbvqa.molt.paper import PAPER_RECALL  # noqa: E402
 from kbvqa.molt.results import live_agreement, load_records, load_results, summarise_row, tab5, tab6  # noqa: E402
 from kbvqa.molt.rewards import chain_validity, difficulty_table  # noqa: E402
 from kbvqa.molt.run import VisionCounter, transcript_text  # noqa: E402
 from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 
-__all__ += ["ComparatorVLM", "PAPER_RECALL", "VisionCounter", "chain_validity", "difficulty_table",
-            "format_wiki", "gold_ranks", "ground_crop", "ladder_survival", "live_agreement",
-            "load_records", "load_results", "model_extractor", "model_grounder", "oracle_extractor", "oracle_teacher",
-            "recall_curves", "rounds_played", "summarise_row", "tab5", "tab6", "transcript_text"]
+__all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "VisionCounter", "candidate_sets",
+            "chain_validity", "difficulty_table", "doc_image_of", "eval_sets", "evaluate_one_pass",
+            "evaluate_one_shot", "format_wiki", "gold_ranks", "ground_crop", "grpo_tasks", "ladder_survival",
+            "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",
+            "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "rounds_played",
+            "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]
+
+# Shared pieces the chapters use with MOLT, re-exported so that a chapter imports one package (issue #16);
+# their home stays where it is: the ladder transcript's parser (``kbvqa.parsers``), the toy views
+# (``kbvqa.prompts.formats``), the SFT and GRPO trainers (``kbvqa.rl``).
+from kbvqa.parsers import TournamentRound, parse_tournament  # noqa: E402
+from kbvqa.prompts.formats import view_ref  # noqa: E402
+from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train  # noqa: E402
+
+__all__ += ["GRPOConfig", "SFTConfig", "TournamentRound", "grpo_train", "parse_tournament", "sft_train", "view_ref"]

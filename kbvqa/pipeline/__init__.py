@@ -20,3 +20,10 @@ from kbvqa.pipeline.stages import (
 
 __all__ = ["READERS", "RERANKS", "RETRIEVALS", "PipelineConfig", "candidate_objects", "ladder_candidates",
            "ladder_choice", "run_pipeline", "stage_passages"]
+
+# Shared pieces chapter 30 uses with the pipeline, re-exported so that it imports one package (issue #16);
+# their home stays where it is: the ladder's schedule and prompt (``kbvqa.molt``), noise bars (``kbvqa.metrics``).
+from kbvqa.metrics import wilson_interval  # noqa: E402
+from kbvqa.molt import ladder_schedule, student_prompt  # noqa: E402
+
+__all__ += ["ladder_schedule", "student_prompt", "wilson_interval"]

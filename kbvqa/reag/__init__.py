@@ -29,6 +29,7 @@ from kbvqa.reag.critic_eval import (  # noqa: E402
            threshold_sweep,
 )
 from kbvqa.reag.critic_train import CriticTrainConfig, critic_training_examples, train_critic  # noqa: E402
+from kbvqa.reag.ladder import real_subset_ladder  # noqa: E402
 from kbvqa.reag.paper import PAPER, paper_rows  # noqa: E402
 from kbvqa.reag.results import (  # noqa: E402
            CHEAP_RUNGS,
@@ -45,4 +46,41 @@ from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
 __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
             "cold_start_examples_for", "critic_items", "critic_table", "critic_training_examples", "generator_judge",
             "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
-            "paper_rows", "summarise", "table_rows", "threshold_sweep", "train_critic"]
+            "paper_rows", "real_subset_ladder", "summarise", "table_rows", "threshold_sweep", "train_critic"]
+
+# Shared pieces the chapters use with ReAG, re-exported so that a chapter imports one package (issue #16);
+# their home stays where it is: multi-level retrieval (§3.1, ``kbvqa.retrieval``), the answer chain of
+# supp. B (``kbvqa.parsers``), ranking AUC (``kbvqa.metrics``), the SFT and GRPO trainers (§3.3, ``kbvqa.rl``).
+from kbvqa.metrics import separation_auc  # noqa: E402
+from kbvqa.parsers import parse_think_answer  # noqa: E402
+from kbvqa.retrieval import (  # noqa: E402
+           MultilevelConfig,
+           MultilevelRetriever,
+           box_iou,
+           crop_to_box,
+           evaluate_multilevel,
+           expand_box,
+           extract_subject,
+           get_grounder,
+           merge_by_max,
+           score_scales,
+           subject_rule,
+)
+from kbvqa.rl import (  # noqa: E402
+           GRPOConfig,
+           SFTConfig,
+           answer_token_mask,
+           group_advantages,
+           grpo_loss,
+           grpo_train,
+           sample_groups,
+           sft_batch_loss,
+           sft_loss,
+           sft_train,
+           split_tokens,
+)
+
+__all__ += ["GRPOConfig", "MultilevelConfig", "MultilevelRetriever", "SFTConfig", "answer_token_mask", "box_iou",
+            "crop_to_box", "evaluate_multilevel", "expand_box", "extract_subject", "get_grounder", "group_advantages",
+            "grpo_loss", "grpo_train", "merge_by_max", "parse_think_answer", "sample_groups", "score_scales",
+            "separation_auc", "sft_batch_loss", "sft_loss", "sft_train", "split_tokens", "subject_rule"]

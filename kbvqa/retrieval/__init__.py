@@ -28,13 +28,14 @@ from kbvqa.retrieval.multilevel import (
     MultilevelRetriever,
     evaluate_multilevel,
     merge_by_max,
+    score_scales,
 )
-from kbvqa.retrieval.subject import crop_to_box, expand_box, extract_subject, subject_rule
+from kbvqa.retrieval.subject import box_iou, crop_to_box, expand_box, extract_subject, subject_rule
 from kbvqa.retrieval.subject_grounding import GroundingDinoGrounder, VLMGrounder, get_grounder
 
 __all__ = ["EncodedItems", "HybridConfig", "HybridIndex", "MODES", "PaddedTokens", "RELEVANCE",
            "RetrievalEvaluation", "SearchResult", "as_padded", "encode_items", "evaluate_rcts_retrieval",
            "maxsim", "maxsim_loop", "maxsim_matrix", "precision_at_k", "relevant_ids",
            "DocumentIndex", "MultilevelConfig", "MultilevelRetriever", "evaluate_multilevel", "merge_by_max",
-           "crop_to_box", "expand_box", "extract_subject", "subject_rule",
+           "score_scales", "box_iou", "crop_to_box", "expand_box", "extract_subject", "subject_rule",
            "GroundingDinoGrounder", "VLMGrounder", "get_grounder"]

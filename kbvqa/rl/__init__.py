@@ -22,6 +22,14 @@ from kbvqa.rl.grpo import (
                            sample_groups,
 )
 from kbvqa.rl.grpo_loss import GRPOLoss, clipped_token_loss, group_advantages, grpo_loss
+from kbvqa.rl.ppo import (
+                           PPOConfig,
+                           Trajectory,
+                           collect_trajectories,
+                           ppo_objective,
+                           ppo_step,
+                           prepare_ppo_policy,
+)
 from kbvqa.rl.sft import (
                            SFTConfig,
                            SFTLoss,
@@ -37,5 +45,6 @@ from kbvqa.rl.sft import (
 __all__ = ["answer_start", "answer_token_mask", "build_optimizer", "clipped_token_loss",
            "group_advantages", "grpo_loss", "GRPOConfig",
            "GRPOLoss", "GRPOResult", "grpo_step", "GRPOStepStats", "grpo_train", "policy_update",
+           "collect_trajectories", "ppo_objective", "ppo_step", "PPOConfig", "prepare_ppo_policy", "Trajectory",
            "prepare_trainable", "Rollouts", "sample_groups", "sft_batch_loss", "SFTConfig", "SFTLoss",
            "sft_loss", "SFTResult", "sft_train", "split_tokens"]

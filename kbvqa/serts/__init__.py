@@ -29,3 +29,9 @@ from kbvqa.serts.search import SeRTSNode  # noqa: E402
 __all__ += ["METHODS", "SeRTSNode", "answer_rouge", "bm25_baseline", "live_agreement", "load_records", "load_results",
             "parse_evaluator_output", "parse_proposer_output",
             "retrieval_scores", "table", "toy_literature_task", "write_answers"]
+
+# Shared pieces the chapters use with SeRTS, re-exported so that a chapter imports one package (issue #16);
+# their home stays where it is: UCT (``kbvqa.search``).
+from kbvqa.search import uct_score  # noqa: E402
+
+__all__ += ["uct_score"]
