@@ -218,3 +218,17 @@ def test_knowledge_base_looks_passages_up(world):
     assert kb.passage(p.id) is p and len(kb.documents) == 3
     with pytest.raises(KeyError):
         kb.passage(world.documents[5].passages[0].id)
+
+
+def test_real_subset_ladder_says_why_it_is_skipped(monkeypatch):
+    import kbvqa.data as data
+    from kbvqa.data import DatasetNotAvailable
+    from kbvqa.reag.ladder import real_subset_ladder
+
+    def unavailable(name, **kwargs):
+        raise DatasetNotAvailable(f"{name}: the official annotation files are not under ~/data\nmore")
+
+    monkeypatch.setattr(data, "load_dataset", unavailable)
+    with pytest.warns(UserWarning, match="skipped: infoseek: the official annotation files"):
+        assert real_subset_ladder("infoseek", 5) == {}
+    assert real_subset_ladder("infoseek", 0) == {}
