@@ -220,8 +220,8 @@ def test_hub_path_with_a_fake_datasets_module(monkeypatch):
                                     "question_type": "multiple-choice"},
                                    {"id": "dev_Art_2", "question": "Ratio?", "options": "[]",
                                     "answer": "['24/7', '3.429']", "question_type": "open"}]}
-    fake = types.SimpleNamespace(load_dataset=lambda hub, cfg, split: calls.append((hub, split))
-                                 or rows[(hub, split)])
+    fake = types.SimpleNamespace(load_dataset=lambda hub, cfg, split, streaming=False: calls.append((hub, split))
+                                 or iter(rows[(hub, split)]) if streaming else 1 / 0)   # streams: never the split
     monkeypatch.setitem(sys.modules, "datasets", fake)
     q = D.load_dataset("scienceqa", "test", offline=False)[0]
     assert (q.id, q.answer, q.solution, q.context) == ("test-0", "B", "L S", "h")
