@@ -216,13 +216,11 @@ class Trainer:
         self.save()
 
     def reopen(self, stage: str) -> bool:
-        """Go back to ``stage`` of a run that is past it, to train it longer (a warm restart).
-
-        The stage resumes at the step it ended on, so a larger ``<stage>_steps`` in the config gives
-        the extra steps, with the learning rate back near its peak on the new cosine (``lr_at``);
-        the stages after it then run again from step 0 (the mixture on fresh examples). Points
-        logged after a reopen carry ``round`` 1, 2, ... Applied once per stage and run folder (a
-        resumed call with the same ``--reopen`` goes on where it is); returns whether it reopened."""
+        """Go back to ``stage`` of a run past it, to train it longer (a warm restart): it resumes at
+        the step it ended on, so a larger ``<stage>_steps`` gives the extra steps, the learning rate
+        back near its peak on the new cosine (``lr_at``); later stages then rerun from step 0 (the
+        mixture on fresh examples). Points logged after a reopen carry ``round`` 1, 2, ... Applied
+        once per stage and run folder; returns whether it reopened."""
         if stage not in ("naming", "mixture"):
             raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
         s = self.state
