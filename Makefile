@@ -123,7 +123,7 @@ tiny-model: $(STAMP)
 # (checkpoints every few minutes in ~/.cache/kbvqa/reader/run, or KBVQA_READER_CACHE), then exported
 # to data/reader/ with its model card. Hours on the 2 cores; minutes on one GPU.
 reader: $(STAMP)
-	$(PY) -m kbvqa.reader.train --export data/reader
+	$(PY) -m kbvqa.reader.cli --export data/reader
 	$(PY) -m kbvqa.reader.card data/reader
 
 wheel: $(STAMP)

@@ -54,9 +54,6 @@ EXCEPTIONS = {
         "the reader's card checks MOLT ladder transcripts it writes; only when the card is evaluated",
     ("kbvqa.reader.card", "kbvqa.molt.rewards"):
         "the reader's card scores ladder validity with MOLT Eq. 9-11; only when the card is evaluated",
-    ("kbvqa.reader.train", "kbvqa.reader.cli"):
-        "``python -m kbvqa.reader.train`` (the command ``make reader`` and the book name) runs the command "
-        "line of cli.py, which imports train; only under ``if __name__ == '__main__'``, never on import",
     ("kbvqa.retrieval.subject_grounding", "kbvqa.models.checkpoints"):
         "the grounder of the active profile is loaded by role (``load_vlm``), which may build the reader "
         "(transformers' Idefics3 and the GGUF base, heavy); only when no grounder model is passed in",

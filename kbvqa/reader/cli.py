@@ -1,4 +1,4 @@
-"""The reader's training command line: ``python -m kbvqa.reader.train`` (``make reader``).
+"""The reader's training command line: ``python -m kbvqa.reader.cli`` (``make reader``).
 
 ``--set KEY=VALUE`` overrides any scalar knob of ``ReaderTrainConfig`` (``config_overrides``);
 ``--reopen naming`` takes a run that is past its naming stage back into it for the extra steps a
@@ -50,3 +50,7 @@ def main(argv=None) -> None:
         from kbvqa.reader.ship import export
 
         print(export(trainer, args.export))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""Training the reader in three resumable stages (``make reader``; ``python -m kbvqa.reader.train``).
+"""Training the reader in three resumable stages (``make reader``; ``python -m kbvqa.reader.cli``).
 
 1. ``vision``: the vision tower alone, as a classifier of fresh views (``tasks.ViewBank``): heads
    for the creature, its family, colour and pattern on the mean-pooled patch states. No language
@@ -342,9 +342,3 @@ class Trainer:
         self.state["evals"].append(point)
         print(json.dumps(point), flush=True)
         return point
-
-
-if __name__ == "__main__":      # ``python -m kbvqa.reader.train`` is the command line of cli.py
-    from kbvqa.reader.cli import main
-
-    main()
