@@ -247,3 +247,48 @@ def test_paired_split_bootstrap():
     d = paired_split_bootstrap(a, b, splits, n_boot=200)
     # a: 66.67 / 66.67 -> 66.67; b: 33.33 / 33.33 -> 33.33
     assert d.diff == pytest.approx(33.34) and d.low <= d.diff <= d.high
+
+
+def _query(**kw):
+    from kbvqa.data.schema import Query
+
+    base = {"id": "kbvqa_test-1", "question": "q", "answers": ["3.3"], "answer_type": "numerical",
+            "answer_range": (2.97, 3.63), "split": "kbvqa_test", "meta": {"split_kind": "unseen_entity"}}
+    return Query(**{**base, **kw})
+
+
+def test_official_correct_dispatches_by_source():
+    from kbvqa.metrics import kbvqa_split_of, official_correct
+
+    toy = _query()
+    assert official_correct("3.5", toy) and not official_correct("4", toy)
+    assert not official_correct(None, toy) and not official_correct(" ", toy)
+    assert kbvqa_split_of(toy) == "unseen_entity"
+    # An E-VQA answer set with two alternative sets: the second one matches (IoU 1); InfoSeek's
+    # rule on the first set alone would not see it.
+    evqa = _query(id="evqa-test-7", answers=["France", "Italy"], answer_type="multi", answer_range=None,
+                  split="test", meta={"answer_sets": [["France", "Italy"], ["Spain"]]})
+    assert official_correct("Spain", evqa) and not official_correct("Italy, Spain, Peru", evqa)
+    assert kbvqa_split_of(evqa) == "unseen_entity"
+    # E-VQA single answers: exact match after E-VQA's normalisation, articles dropped.
+    single = _query(id="evqa-test-8", answers=["The Alps"], answer_type="string", answer_range=None)
+    assert official_correct("alps", single)
+    with pytest.raises(ValueError):   # a numerical query without any usable gold, as the official tool
+        official_correct("3", _query(answers=["many"], answer_range=None))
+
+
+def test_score_records_rejudges_committed_answers_and_tags_splits():
+    from kbvqa.metrics import records_split_score, score_records
+
+    qs = [_query(id=f"kbvqa_test-{i}", meta={"split_kind": "unseen_question" if i % 2 else "unseen_entity"})
+          for i in range(6)]
+    records = [{"id": q.id, "answer": a, "correct": None} for q, a in zip(qs, ["3.3", "9", "3.0-3.5", "", "3.4", "3"])]
+    out = score_records(records, qs)
+    assert out == records          # judged in place
+    assert [r["correct"] for r in records] == [True, False, True, False, True, True]
+    assert [r["split"] for r in records] == ["unseen_entity", "unseen_question"] * 3
+    s = records_split_score(records, n_boot=200)
+    assert (s.unseen_entity, s.unseen_question) == (100.0, 33.33)
+    assert records_split_score(records[::2]) is None        # one split only
+    with pytest.raises(ValueError, match="no query"):
+        score_records([{"id": "other", "answer": "x"}], qs)

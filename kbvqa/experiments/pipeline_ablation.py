@@ -16,7 +16,8 @@ its scores keeps both tables on one critic). The reader is the shipped generator
 ReAG ladder found no trained generator better than it (its "evidence alone" diagnostic: zero-shot
 0.39, cold start 0.20, GRPO 0.33), and none is shipped.
 
-Per row the table gives accuracy (ReAG's task reward) with its 95 % Wilson interval, the paired
+Per row the table gives accuracy (official scorers, ``kbvqa.metrics.official_correct``) with its
+95 % Wilson interval, InfoSeek's split score with its within-split bootstrap interval, the paired
 bootstrap against the row it adds to, mean passages read, and the evidence recall after each stage
 (retrieved / after the critic / among the ladder's candidates / in the reader's context). The
 last one is also the accuracy of a perfect reader (``reader="oracle"``), so a weak reader does

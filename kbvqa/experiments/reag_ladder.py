@@ -12,9 +12,10 @@ pipeline (coarse + fine + critic) and change the generator, trained inside the s
 budgets (``LadderConfig``: critic 150 steps x 16, SFT and cold start 150 steps x 8, GRPO 30 steps
 x 4 prompts x G = 4; CPU, one thread). Training data are the chapters' critic tuples of the
 TRAIN split (evidence or a 70 % hard / 30 % soft negative, ``rl.cold_start_examples``); the
-answer-only SFT uses the same tuples with ``<answer>y</answer>`` targets. Every rung is scored with
-ReAG's task reward (``kbvqa.reag.rewards.task_reward``: exact / numeric Psi / multi-answer IoU by
-question type) on the same first N queries of ``world.kbvqa_test``, greedy decoding. Three
+answer-only SFT uses the same tuples with ``<answer>y</answer>`` targets. Every rung is scored by the
+official scorer of each question's kind (``kbvqa.metrics.official_correct``: InfoSeek's pointwise
+score, E-VQA's multi-answer IoU; accuracy and InfoSeek's split score) on the same first N queries
+of ``world.kbvqa_test``, greedy decoding. Three
 diagnostic rungs, not in the paper (``ORACLE_RUNGS``), give the zero-shot, cold-start and GRPO
 generators the evidence passage alone: the ceiling each generator reaches without noise.
 

@@ -63,8 +63,13 @@ from kbvqa.metrics.rouge import RougeScore, mean_rouge, rouge_n, rouge_su, rouge
 from kbvqa.metrics.toy_kbvqa import (
     SplitDiff,
     SplitScore,
+    kbvqa_split_of,
     kbvqa_split_score,
+    official_correct,
     paired_split_bootstrap,
+    records_split_score,
+    score_records,
+    split_score_fields,
     toy_kbvqa_correct,
 )
 from kbvqa.metrics.vqa import mean_vqa_accuracy, vqa_accuracy
@@ -73,14 +78,15 @@ __all__ = [
     "RetrievalScores", "RougeScore", "SplitDiff", "SplitScore", "average_precision",
     "choice_accuracy", "evaluate_latex", "evqa_exact_match", "evqa_normalize", "evqa_score",
     "harmonic_mean", "hit_at_k", "infoseek_evaluate", "infoseek_evaluate_official",
-    "infoseek_exact_match", "infoseek_normalize", "infoseek_score", "kbvqa_split_score",
+    "infoseek_exact_match", "infoseek_normalize", "infoseek_score", "kbvqa_split_of", "kbvqa_split_score",
     "mathvision_correct", "mathvision_extract_answer", "mathvision_is_equal", "mean_evqa_score",
     "mean_over_queries", "mean_reciprocal_rank", "mean_retrieval_prf", "mean_rouge",
     "mean_vqa_accuracy", "mmmu_accuracy", "mmmu_eval_choice", "mmmu_eval_open", "mmmu_official_rng",
     "mmmu_parse_batch", "mmmu_parse_choice", "mmmu_parse_open", "numeric_range_correct",
-    "paired_split_bootstrap", "parse_numeric_prediction", "porter_stem", "pubmed_id", "range_iou",
-    "recall_at_k", "reciprocal_rank", "retrieval_prf", "rouge_n", "rouge_su", "rouge_tokens",
-    "scienceqa_parse_choice", "toy_kbvqa_correct", "vqa_accuracy", "vqa_normalize",
+    "official_correct", "paired_split_bootstrap", "parse_numeric_prediction", "porter_stem", "pubmed_id", "range_iou",
+    "recall_at_k", "reciprocal_rank", "records_split_score", "retrieval_prf", "rouge_n", "rouge_su", "rouge_tokens",
+    "scienceqa_parse_choice", "score_records", "split_score_fields", "toy_kbvqa_correct", "vqa_accuracy",
+    "vqa_normalize",
 ]
 
 # Shared by every paper's chapters (issue #16): the judge of ReAG supp. B, ranking AUC, noise bars.

@@ -8,10 +8,19 @@ is scored by the official rule of its kind:
   numerical questions (numbers against ``answer_range``); E-VQA's multi-answer set IoU >= 0.5
   (``evqa_score`` with the items joined by '&&', question type "multi_answer") for "multi". A
   missing or blank prediction is wrong (every query counts).
+- ``official_correct(prediction, query)``: the same for a ``Query`` of any KB-VQA source: E-VQA's
+  ``evaluate_example`` for E-VQA questions (ids ``evqa-*``: single answers by exact match, answer
+  sets by IoU, every alternative of ``meta["answer_sets"]``), ``toy_kbvqa_correct`` otherwise (the
+  toy world and InfoSeek). ``kbvqa_split_of(query)``: the split a question counts in.
+- ``score_records(records, queries)``: a run's per-query records (``id`` and the extracted
+  ``answer``) re-judged in place by ``official_correct``, each tagged with its split, so a table
+  can be rescored from committed answers without running a model again.
 - ``kbvqa_split_score``: InfoSeek's final score over 0/1 results -- split accuracies in percent
   rounded to 2 decimals, their harmonic mean rounded again (``infoseek.py``) -- with a seeded
   percentile bootstrap interval that resamples questions *within* each split, so every replicate
   keeps the two split sizes (the statistic is a harmonic mean of two split means, not one mean).
+- ``records_split_score(records)``: ``kbvqa_split_score`` of records scored by ``score_records``, or
+  ``None`` when a split is missing (a live subset may hold one split only).
 - ``paired_split_bootstrap``: the same for the difference of two systems on the same questions.
 
 ReAG's training reward (Psi, IoU, gamma/delta; ``kbvqa.reag.rewards``) is not a scorer and is not used
@@ -24,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbvqa.data.schema import Query
+from kbvqa.metrics.answers import query_gold
 from kbvqa.metrics.evqa import evqa_score
 from kbvqa.metrics.infoseek import INFOSEEK_SPLITS, harmonic_mean, infoseek_score, infoseek_split
 from kbvqa.metrics.intervals import PairedDiff
@@ -44,6 +55,40 @@ def toy_kbvqa_correct(prediction: str | None, answers: Sequence[str], answer_typ
     if answer_type == "multi":
         return evqa_score(str(prediction), ["&&".join(answers)], "multi_answer") == 1.0
     return bool(infoseek_score(str(prediction), answer_type, list(answers), answer_range))
+
+
+def official_correct(prediction: str | None, query: Query) -> bool:
+    """Is ``prediction`` (an extracted answer) right for ``query`` by its dataset's official scorer?
+
+    E-VQA questions (ids ``evqa-*``) go through ``evqa_score`` with every alternative answer (set);
+    toy and InfoSeek questions through ``toy_kbvqa_correct``. A missing or blank prediction is wrong;
+    a query without a usable gold answer raises ``ValueError`` (as the official tools do).
+    """
+    if prediction is None or not str(prediction).strip():
+        return False
+    if query.id.startswith("evqa-"):
+        multi = query.answer_type == "multi"
+        return evqa_score(str(prediction), query_gold(query), "multi_answer" if multi else "automatic") == 1.0
+    return toy_kbvqa_correct(prediction, query.answers, query.answer_type, query.answer_range)
+
+
+def kbvqa_split_of(query: Query) -> str:
+    """The InfoSeek split a KB-VQA question counts in ("unseen_question" / "unseen_entity"), from
+    ``meta["split_kind"]`` (toy world, InfoSeek) or else its ``split``."""
+    return infoseek_split(query.meta.get("split_kind") or query.split or "")
+
+
+def score_records(records: Sequence[dict], queries: Sequence[Query], field: str = "answer") -> list[dict]:
+    """Set ``correct`` (``official_correct`` of each record's ``field``) and ``split`` on records
+    that carry a query ``id``; returns them. A record whose query is unknown raises ``ValueError``."""
+    by_id = {q.id: q for q in queries}
+    missing = sorted({r["id"] for r in records} - set(by_id))
+    if missing:
+        raise ValueError(f"no query for records {missing[:3]}")
+    for r in records:
+        q = by_id[r["id"]]
+        r["correct"], r["split"] = official_correct(r.get(field), q), kbvqa_split_of(q)
+    return list(records)
 
 
 def _official_final(q_percent: np.ndarray, e_percent: np.ndarray) -> np.ndarray:
@@ -119,6 +164,22 @@ def kbvqa_split_score(correct: Sequence[bool], splits: Sequence[str], n_boot: in
     reps = _replicates([x], index, n_boot, seed)[0]
     return SplitScore(round(harmonic_mean(q, e), 2), q, e, float(np.quantile(reps, tail)),
                       float(np.quantile(reps, 1 - tail)), len(index[0]), len(index[1]))
+
+
+def records_split_score(records: Sequence[dict], n_boot: int = 2000, seed: int = 0) -> SplitScore | None:
+    """``kbvqa_split_score`` of records with ``correct`` and ``split`` (``score_records``); ``None``
+    when a record has no split or one split has no record."""
+    splits = [r.get("split") for r in records]
+    if not records or None in splits or len({infoseek_split(s) for s in splits}) < 2:
+        return None
+    return kbvqa_split_score([bool(r["correct"]) for r in records], splits, n_boot=n_boot, seed=seed)
+
+
+def split_score_fields(records: Sequence[dict]) -> dict:
+    """A results row's split-score columns (percent): ``split_score``, ``split_low``,
+    ``split_high``, all ``None`` when ``records_split_score`` is."""
+    s = records_split_score(records)
+    return {"split_score": s and s.final, "split_low": s and s.low, "split_high": s and s.high}
 
 
 @dataclass(frozen=True)

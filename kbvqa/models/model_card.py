@@ -3,8 +3,9 @@
 ``evaluate_card(vlm, world, n=...)`` runs the fixed evaluation sets of ``pretrain_mix.eval_examples``
 (the first ``n`` queries of each test split) and returns a flat dict:
 
-- KB-VQA (E-VQA-style prompt, greedy answers scored with ``kbvqa.reag.rewards.answer_correct``: E-VQA
-  normalised exact match, InfoSeek-style ranges for numbers, the multi-answer rule):
+- KB-VQA (E-VQA-style prompt, greedy answers scored by the official scorer of each kind,
+  ``kbvqa.metrics.toy_kbvqa_correct``: InfoSeek's pointwise score, E-VQA's multi-answer IoU; the
+  committed ``card.json`` of the tiny model predates it and was scored with ReAG's judge):
   ``kbvqa_gold_passage_acc`` (target >= 0.85), ``kbvqa_no_passage_acc`` (should be low; ReAG's
   no-passage prompt, so its ``<answer>`` is read with ``parse_think_answer``),
   ``kbvqa_10_passages_acc``, ``no_passage_refusal_rate`` ("I don't know"), and the mean gold-answer
@@ -40,8 +41,8 @@ from pathlib import Path
 import torch
 
 from kbvqa.experiments.runs import git_commit
-from kbvqa.metrics.answers import answer_correct
 from kbvqa.metrics.ranking import roc_auc
+from kbvqa.metrics.toy_kbvqa import toy_kbvqa_correct
 from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
 from kbvqa.retrieval.subject import box_iou
 
@@ -60,7 +61,7 @@ def _generate(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
 def _kbvqa_correct(text: str, meta: dict) -> bool:
     prediction = parse_think_answer(text).answer
     try:
-        return answer_correct(prediction, meta["answers"], meta["answer_type"], meta.get("answer_range"))
+        return toy_kbvqa_correct(prediction, meta["answers"], meta["answer_type"], meta.get("answer_range"))
     except ValueError:   # no usable ground truth: count as wrong
         return False
 

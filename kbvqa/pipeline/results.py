@@ -1,13 +1,14 @@
 """Tables and figure of the end-to-end ablation: per-query records -> one row per pipeline setting.
 
-- ``summarise(records)``: per row (``ROWS`` order; every row cut to the queries
-  all rows answered): n, accuracy (ReAG's task reward) with its 95 % Wilson interval
-  (``kbvqa.metrics.intervals.wilson_interval``), the paired bootstrap against the row it adds to
-  (``Row.versus``), mean
-  passages read, the evidence recall after each stage (``STAGES``: retrieved, after the critic,
-  among the ladder's candidates, in the reader's context = a perfect reader's accuracy), the
-  ladder's valid-reply rate and model calls. Diagnostic rows (perfect ladder, evidence alone) are
-  flagged: they are ceilings, not settings one could run.
+- ``summarise(records)``: per row (``ROWS`` order; every row cut to the queries all rows answered):
+  n, accuracy (official scorers, ``kbvqa.metrics.official_correct``) with its 95 % Wilson interval
+  (``kbvqa.metrics.intervals.wilson_interval``), InfoSeek's split score with its within-split
+  bootstrap interval (``kbvqa.metrics.records_split_score``; records carry ``split``), the paired
+  bootstrap against the row it adds to (``Row.versus``), mean passages read, the evidence recall
+  after each stage (``STAGES``: retrieved, after the critic, among the ladder's candidates, in the
+  reader's context = a perfect reader's accuracy), the ladder's valid-reply rate and model calls.
+  Diagnostic rows (perfect ladder, evidence alone) are flagged: they are ceilings, not settings one
+  could run.
 - ``write_results`` / ``load_results`` / ``load_records``, ``table_rows`` (plain dicts for a
   DataFrame), ``print_table``, ``kbvqa.viz.pipeline.draw_ablation`` (accuracy with intervals beside the recall after
   each stage), ``live_agreement`` (ReAG's: a live rerun against the committed records),
@@ -29,8 +30,9 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
+from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.pipeline import PipelineConfig
-from kbvqa.reag.results import live_agreement
+from kbvqa.reag.results import live_agreement, split_columns
 
 __all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "load_stage_inputs", "print_table",
            "run_rows", "summarise", "table_rows", "where_lost", "write_results"]
@@ -79,7 +81,7 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
         low, high = wilson_interval(k, n)
         row = {"row": name, "label": spec.label, "diagnostic": spec.diagnostic, "n": n, "correct": k,
                "accuracy": round(k / n, 4), "low": round(low, 4), "high": round(high, 4),
-               "passages": _mean(r["passages"] for r in recs),
+               **split_score_fields(recs), "passages": _mean(r["passages"] for r in recs),
                **{key: _mean(r[key] for r in recs) for key, _ in STAGES},
                "ladder_valid": _mean(r["ladder_valid"] for r in recs),
                "ladder_calls": _mean(r["ladder_calls"] for r in recs),
@@ -98,10 +100,11 @@ def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per row) under ``out``."""
     from kbvqa.experiments.runs import write_json_and_csv
 
-    header = (["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "passages"]
-              + [k for k, _ in STAGES] + ["ladder_valid"])
+    header = (["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "split_score",
+               "split_low", "split_high", "passages"] + [k for k, _ in STAGES] + ["ladder_valid"])
     write_json_and_csv(out, results, header, (
-        [r["row"], r["label"], r["diagnostic"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"]]
+        [r["row"], r["label"], r["diagnostic"], r["n"], r["accuracy"], r["low"], r["high"], r.get("split_score"),
+         r.get("split_low"), r.get("split_high"), r["passages"]]
         + [r[k] for k, _ in STAGES] + [r["ladder_valid"]] for r in results["rows"]))
 
 
@@ -126,7 +129,7 @@ def load_records(out=None) -> dict[str, list[dict]]:
 def table_rows(results: dict) -> list[dict]:
     """Plain rows for a DataFrame: accuracy, interval, passages and the recall after each stage."""
     return [{"setting": ("(diagnostic) " if r["diagnostic"] else "") + r["label"], "accuracy": r["accuracy"],
-             "95% Wilson": f"[{r['low']:.3f}, {r['high']:.3f}]", "passages": r["passages"],
+             "95% Wilson": f"[{r['low']:.3f}, {r['high']:.3f}]", **split_columns(r), "passages": r["passages"],
              **{f"recall: {label}": r[key] for key, label in STAGES}} for r in results["rows"]]
 
 

@@ -12,8 +12,9 @@ For each query (image, question):
    ``"iterative"`` plays the same schedule as N - 1 pairwise calls (App. C, Table 12);
    ``"oracle"`` is a perfect ladder (the evidence when it is among the candidates);
 4. read: ``"model"`` is ReAG's generator prompt (supp. D) with the passages left, greedy, scored by
-   ReAG's task reward; ``"oracle"`` answers right exactly when the evidence passage is in its
-   context (a perfect reader: its accuracy is the final evidence recall).
+   the official scorer of the question's kind (``kbvqa.metrics.official_correct``); ``"oracle"``
+   answers right exactly when the evidence passage is in its context (a perfect reader: its
+   accuracy is the final evidence recall).
 
 A ladder reply without a valid ``<evidence>`` id falls back to its last valid ``<winner>``, then to
 the strongest candidate (ours; MOLT counts it wrong). With no candidate left the reader gets the
@@ -217,15 +218,15 @@ def _rerank(judge, world, queries, stages: list[dict], config: PipelineConfig) -
 def run_pipeline(world, queries: Sequence, stage_inputs: dict | None, config: PipelineConfig, reader=None,
                  judge=None) -> list[dict]:
     """One record per query: passages and evidence recall after each stage, the ladder's pick,
-    the reader's answer and whether it is right (ReAG's task reward by question type).
+    the reader's answer and whether it is right (the official scorer of its kind,
+    ``kbvqa.metrics.official_correct``), and its split.
 
     ``reader`` / ``judge``: models with ``generate(prompts, n, max_new_tokens, temperature, seed,
     batch_size)`` (the judge only for ``rerank`` "ladder" / "iterative"; the reader only for
     ``reader="model"``). A query missing from ``stage_inputs`` raises ``ValueError``."""
-    from kbvqa.metrics.answers import query_gold
+    from kbvqa.metrics import kbvqa_split_of, official_correct
     from kbvqa.parsers import parse_think_answer
     from kbvqa.reag.critic import generator_prompt
-    from kbvqa.reag.rewards import task_reward
 
     queries = list(queries)
     needs_inputs = config.retrieval in ("coarse", "coarse_fine")
@@ -247,11 +248,12 @@ def run_pipeline(world, queries: Sequence, stage_inputs: dict | None, config: Pi
         if config.reader == "model":
             text = texts[i]
             answer = parse_think_answer(text).answer
-            correct = bool(task_reward(text, query_gold(q), q.answer_type, q.answer_range) > 0)
+            correct = official_correct(answer, q)
         else:
             text, answer, correct = "", (q.answers[0] if inside and q.answers else None), inside
-        records.append({"id": q.id, "answer_type": q.answer_type, "retrieved": len(s["retrieved"]),
-                        "kept": len(s["kept"]), "context": list(r["context"]), "passages": len(r["context"]),
+        records.append({"id": q.id, "answer_type": q.answer_type, "split": kbvqa_split_of(q),
+                        "retrieved": len(s["retrieved"]), "kept": len(s["kept"]), "context": list(r["context"]),
+                        "passages": len(r["context"]),
                         "ev_retrieved": bool(set(s["retrieved"]) & gold), "ev_critic": bool(set(s["kept"]) & gold),
                         "ev_candidates": bool(set(r["candidates"] or s["kept"]) & gold), "ev_context": inside,
                         "ladder_valid": r["valid"], "ladder_calls": r["calls"], "ladder_output": r["ladder"],

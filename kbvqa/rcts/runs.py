@@ -18,7 +18,11 @@ A *row* is one method with one configuration (``RowSpec``); ``GROUPS`` lists the
 builder per reasoning-context switch), so the same code serves the toy world and ScienceQA
 (``kbvqa.rcts.settings`` builds both).
 ``run_row`` yields one JSON-ready record per question (answer, correctness, model calls, time,
-examples used, and for RCTS the rollouts and, on sweep rows, the compact tree).
+examples used, the response text, and for RCTS the rollouts and, on sweep rows, the compact tree).
+A record is scored as RCTS's release scores it (``scored_answer``): the letter of ScienceQA's
+"The answer is X" parse of the final response (``kbvqa.metrics.scienceqa_parse_choice``, the regex
+of the release's ``ScienceQA_evaluate_acc.py``); the search itself reads answers with
+``parse_rcts_answer`` (its ``search_answer`` is kept when the two differ).
 Toy-world reasoning contexts are the worked ``solution`` of each KB example (RCTS §3.2 builds them
 with the model; its chapter does that). Leaves out: the CLI, files (``kbvqa.experiments.rcts_toy``),
 tables (``kbvqa.rcts.results``).
@@ -33,6 +37,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbvqa.data.schema import option_letters
+from kbvqa.metrics.choice import scienceqa_parse_choice
 from kbvqa.rcts.diagnostics import oracle_examples
 from kbvqa.rcts.paper import ablation_row, alpha_row, rollouts_row
 
@@ -107,6 +113,24 @@ def _gold(q) -> str | None:
     return q.answers[0] if q.answers else None
 
 
+def scored_answer(response: str, parsed: str | None, q) -> str | None:
+    """The answer a record is scored on: for a multiple-choice query, the option letter of the
+    release's ScienceQA parse of ``response`` (``scienceqa_parse_choice``; None when it finds none
+    or a letter beyond the options); for other answer kinds, ``parsed`` (the builder's parse)."""
+    if getattr(q, "answer_type", None) != "choice":
+        return parsed
+    n = len(q.options or [])
+    return scienceqa_parse_choice(response or "", option_letters(n) if 1 <= n <= 26 else None)
+
+
+def _scored(q, response: str, parsed: str | None) -> dict:
+    pred = scored_answer(response, parsed, q)
+    out = {"pred": pred, "correct": pred is not None and pred == _gold(q), "response": str(response or "")[:400]}
+    if pred != parsed:
+        out["search_answer"] = parsed
+    return out
+
+
 def _answer_with(vlm, queries, example_lists, builder, counter, seed):
     """Greedy K-shot answers with the given examples in the given order (Vanilla-RAG's prompt)."""
     from kbvqa.rcts.baselines import vanilla_rag
@@ -162,7 +186,7 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
             answers = _answer_with(vlm, batch, examples, builder, counter, seed)
             seconds = (time.perf_counter() - t0) / len(batch)
             for q, exs, a in zip(batch, examples, answers):
-                yield {"id": q.id, "gold": _gold(q), "pred": a.answer, "correct": a.answer == _gold(q),
+                yield {"id": q.id, "gold": _gold(q), **_scored(q, a.response, a.answer),
                        "calls": counter.calls / len(batch), "completions": 1, "seconds": round(seconds, 4),
                        "examples": [e.id for e in exs]}
         return
@@ -172,7 +196,7 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
     for q in todo:
         t0 = time.perf_counter()
         result = rcts_search(vlm, q, setting.candidates.get(q.id, []), config, builder)
-        record = {"id": q.id, "gold": _gold(q), "pred": result.answer, "correct": result.answer == _gold(q),
+        record = {"id": q.id, "gold": _gold(q), **_scored(q, result.response, result.answer),
                   "calls": result.calls, "completions": result.completions,
                   "seconds": round(time.perf_counter() - t0, 4), "examples": [e.id for e in result.examples],
                   "stop": result.stop_reason, "zero_shot": result.zero_shot_answer,

@@ -124,10 +124,11 @@ def threshold_sweep(items: Sequence[tuple], scores: Sequence[Sequence[float]], t
 def generator_judge(vlm, short: bool = True, image_size: int | None = 56, max_new_tokens: int = 48,
                     batch_size: int = 16) -> Callable[[list[tuple]], list[bool]]:
     """A judge for ``threshold_sweep``: ``vlm`` answers ReAG's generator prompt greedily (no
-    passage -> question and image alone) and ``rewards.task_reward`` scores its answer (the answer
-    extraction chain of supp. B; multi-answer sets as in ``rewards.query_gold``)."""
-    from kbvqa.metrics.answers import query_gold
-    from kbvqa.reag.rewards import task_reward
+    passage -> question and image alone); the answer, extracted by supp. B's chain
+    (``parse_think_answer``), is scored by the official scorer of its kind
+    (``kbvqa.metrics.official_correct``)."""
+    from kbvqa.metrics import official_correct
+    from kbvqa.parsers import parse_think_answer
 
     def judge(pairs: list[tuple]) -> list[bool]:
         if not pairs:
@@ -137,7 +138,7 @@ def generator_judge(vlm, short: bool = True, image_size: int | None = 56, max_ne
         verdicts = []
         for (q, _), out in zip(pairs, outs):
             try:
-                verdicts.append(task_reward(out[0], query_gold(q), q.answer_type, q.answer_range) > 0)
+                verdicts.append(official_correct(parse_think_answer(out[0]).answer, q))
             except ValueError:   # no usable gold: wrong
                 verdicts.append(False)
         return verdicts

@@ -9,8 +9,9 @@
   grounder) and the critic's P(Yes) of every retrieved passage; ``load_evidence`` reads it from /
   writes it to ``evidence.json`` (passage ids and P(Yes), so the chapter reuses the committed critic
   scores without retraining the critic).
-- ``evaluate``: greedy answers of a generator on one rung, scored by ReAG's task reward
-  (``kbvqa.reag.rewards.task_reward``); ``run_rungs``: the records of some rungs, the generators
+- ``evaluate``: greedy answers of a generator on one rung, scored by the official scorer of each
+  question's kind (``kbvqa.metrics.official_correct``: InfoSeek pointwise, E-VQA multi-answer IoU;
+  ReAG's task reward only trains); ``run_rungs``: the records of some rungs, the generators
   built in order (``kbvqa.reag.ladder_train``).
 - ``real_subset_ladder(name, n)``: the four zero-shot rungs on ``n`` queries of InfoSeek or E-VQA
   with a small Wikipedia knowledge base (``KnowledgeBase``); gpu profile only: it needs the
@@ -128,11 +129,12 @@ def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retrieve
 
 def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: LadderConfig) -> list[dict]:
     """Greedy answers of ``generator`` on ``rung`` (ReAG generator prompt with the rung's passages),
-    one record per query scored by the task reward of its question type."""
-    from kbvqa.metrics.answers import query_gold
+    one record per query, its answer scored by the official scorer of its kind
+    (``kbvqa.metrics.official_correct``) and tagged with its split."""
+    from kbvqa.metrics import kbvqa_split_of, official_correct
     from kbvqa.parsers import parse_think_answer
     from kbvqa.reag.critic import CriticConfig, generator_prompt
-    from kbvqa.reag.rewards import format_reward, task_reward
+    from kbvqa.reag.rewards import format_reward
 
     cc = CriticConfig.for_profile()
     passages = [rung_passages(rung, evidence[q.id]) for q in queries]
@@ -143,9 +145,9 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
     records = []
     for q, ps, out in zip(queries, passages, outputs):
         text = str(out[0])
-        records.append({"id": q.id, "answer_type": q.answer_type, "answer": parse_think_answer(text).answer,
-                        "gold": list(q.answers), "correct": bool(task_reward(text, query_gold(q), q.answer_type,
-                                                                             q.answer_range) > 0),
+        answer = parse_think_answer(text).answer
+        records.append({"id": q.id, "answer_type": q.answer_type, "split": kbvqa_split_of(q), "answer": answer,
+                        "gold": list(q.answers), "correct": official_correct(answer, q),
                         "format": float(format_reward(text)), "passages": len(ps),
                         "evidence_in": bool(set(ps) & set(q.evidence_ids)), "output": text[:400]})
     return records

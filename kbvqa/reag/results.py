@@ -26,6 +26,7 @@ from pathlib import Path
 from kbvqa.config import DATA_DIR
 from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
+from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
 
 
@@ -55,6 +56,7 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
         p = paper[PAPER_ROW_OF[name]] if name in PAPER_ROW_OF else {"evqa_single_hop": None, "infoseek_all": None}
         row = {"rung": name, "label": RUNG_BY_NAME[name].label, "n": n, "correct": k,
                "accuracy": round(k / n, 4) if n else None, "low": round(low, 4), "high": round(high, 4),
+               **split_score_fields(recs),
                "by_type": {t: _mean(r["correct"] for r in recs if r["answer_type"] == t) for t in types},
                "passages": _mean(r["passages"] for r in recs),
                "evidence_in_context": _mean(r["evidence_in"] for r in recs),
@@ -80,10 +82,11 @@ def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per rung) under ``out``."""
     from kbvqa.experiments.runs import write_json_and_csv
 
-    header = ["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "passages",
-              "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"]
+    header = ["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "split_score", "split_low",
+              "split_high", "passages", "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"]
     write_json_and_csv(out, results, header, (
-        [r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r["passages"],
+        [r["rung"], r["label"], r["n"], r["accuracy"], r["low"], r["high"], r.get("split_score"),
+         r.get("split_low"), r.get("split_high"), r["passages"],
          r["evidence_in_context"], r["paper_evqa"], r["paper_infoseek"]]
         for r in results["rows"] + results.get("diagnostics", [])))
 
@@ -106,9 +109,18 @@ def load_records(out=None) -> dict[str, list[dict]]:
 def table_rows(results: dict) -> list[dict]:
     """Plain rows (ours next to the paper's) for a DataFrame."""
     return [{"rung": r["label"], "n": r["n"], "accuracy": r["accuracy"],
-             "95% interval": f"[{r['low']:.2f}, {r['high']:.2f}]", "passages": r["passages"],
+             "95% interval": f"[{r['low']:.2f}, {r['high']:.2f}]", **split_columns(r), "passages": r["passages"],
              "evidence in context": r["evidence_in_context"],
              "paper E-VQA": r["paper_evqa"], "paper InfoSeek": r["paper_infoseek"]} for r in results["rows"]]
+
+
+def split_columns(row: dict) -> dict:
+    """A row's InfoSeek split score (percent) and its within-split bootstrap interval, as two table
+    columns ("–" for a table committed before rows carried splits)."""
+    if row.get("split_score") is None:
+        return {"split score (%)": "–", "split 95% interval": "–"}
+    return {"split score (%)": row["split_score"],
+            "split 95% interval": f"[{row['split_low']:.1f}, {row['split_high']:.1f}]"}
 
 
 def print_table(results: dict) -> None:

@@ -120,10 +120,11 @@ def relevance_eval(vlm, world, n: int = 8, seed: int = 0, max_new_tokens: int = 
     """Greedy answers on ``n`` test queries read with their evidence and ``n`` with a negative passage.
 
     Returns the shares of traces that state the right relevance, of well-formatted outputs, of right
-    answers with the evidence (``task_reward``) and of "I don't know" with a negative.
+    answers with the evidence (the official scorer of their kind, ``kbvqa.metrics.official_correct``)
+    and of "I don't know" with a negative.
     """
-    from kbvqa.metrics.answers import query_gold
-    from kbvqa.reag.rewards import format_reward, task_reward
+    from kbvqa.metrics import official_correct
+    from kbvqa.reag.rewards import format_reward
 
     examples = cold_start_examples_for(world, n, seed)
     outs = vlm.generate([e.prompt for e in examples], n=1, max_new_tokens=max_new_tokens, temperature=0.0,
@@ -136,7 +137,7 @@ def relevance_eval(vlm, world, n: int = 8, seed: int = 0, max_new_tokens: int = 
         rows["relevance stated right"].append(stated_relevance(text) == ("relevant" if relevant else "irrelevant"))
         rows["format reward"].append(format_reward(text))
         if relevant:
-            rows["answer right (evidence)"].append(task_reward(text, query_gold(q), q.answer_type, q.answer_range))
+            rows["answer right (evidence)"].append(official_correct(parse_think_answer(text).answer, q))
         else:
             rows["\"I don't know\" (negative)"].append(parse_think_answer(text).answer == UNKNOWN)
     return {k: float(np.mean(v)) if v else float("nan") for k, v in rows.items()}

@@ -1,0 +1,95 @@
+"""Re-judge committed KB-VQA answers with the official scorers, without running a model again.
+
+Run ``python -m kbvqa.experiments.rescore``. The ReAG ablation ladder (chapter 24,
+``data/experiments/reag``) and the end-to-end ablation (chapter 30, ``data/experiments/pipeline``)
+store every query's extracted answer in ``runs/<row>.jsonl``. This script sets each record's
+``correct`` to the official verdict on that answer (``kbvqa.metrics.score_records``:
+``official_correct``, InfoSeek's pointwise score or E-VQA's multi-answer IoU) and its ``split``,
+then rewrites the runs and the table (each package's ``summarise``: accuracy with its Wilson
+interval, InfoSeek's split score with its within-split bootstrap). The config, training log and
+provenance of the run that made the answers are kept; the provenance gains ``rescored``: the
+scorer, this commit and date, and per row how many verdicts changed. Rows whose reader is the
+``"oracle"`` (right exactly when the evidence is in context) keep their verdicts and only get a split.
+
+Answers are judged exactly as a fresh run judges them (same function, same stored string), so a
+rescored table equals the table a rerun of the same model would write. Leaves out: the RCTS
+tables, whose records stored the parsed letter only (their rerun stores the response and scores it
+as RCTS's release does, ``kbvqa.rcts.runs.scored_answer``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from pathlib import Path
+
+from kbvqa.experiments.runs import git_commit, read_run
+
+SCORER = "kbvqa.metrics.official_correct (InfoSeek pointwise; E-VQA multi-answer IoU)"
+SUMMARY_KEYS = {"reag": ("paper_source", "paper_key", "n", "rows", "diagnostics", "paper_tab4"),
+                "pipeline": ("n", "rows")}
+
+
+def rescore_runs(runs_dir: Path, world, keep_verdict=()) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """``({row: records}, {row: verdicts changed})`` for every ``runs_dir/*.jsonl``, rewritten in
+    place with official verdicts and splits; rows in ``keep_verdict`` only get their split."""
+    from kbvqa.metrics import kbvqa_split_of, score_records
+
+    queries = world.kbvqa_test
+    by_id = {q.id: q for q in queries}
+    records, changed = {}, {}
+    for path in sorted(Path(runs_dir).glob("*.jsonl")):
+        header, recs = read_run(path)
+        if header is None:
+            continue
+        before = [bool(r.get("correct")) for r in recs]
+        if path.stem in keep_verdict:
+            for r in recs:
+                r["split"] = kbvqa_split_of(by_id[r["id"]])
+        else:
+            score_records(recs, queries)
+        changed[path.stem] = sum(b != bool(r["correct"]) for b, r in zip(before, recs))
+        lines = [json.dumps(header)] + [json.dumps(r, separators=(",", ":")) for r in recs]
+        path.write_text("\n".join(lines) + "\n")
+        records[path.stem] = recs
+    return records, changed
+
+
+def rescore_table(kind: str, out: Path | None = None, world=None) -> dict:
+    """Rescore the committed runs of ``kind`` ("reag" or "pipeline") and rewrite its table."""
+    from kbvqa.data import get_world
+
+    if kind == "reag":
+        from kbvqa.reag import results as package
+        oracle_rows = ()
+    elif kind == "pipeline":
+        from kbvqa.pipeline import results as package
+        oracle_rows = tuple(r.name for r in package.ROWS if r.config.reader == "oracle")
+    else:
+        raise ValueError(f"kind must be 'reag' or 'pipeline', got {kind!r}")
+    out = Path(out or package.RESULTS_DIR)
+    earlier = package.load_results(out)
+    records, changed = rescore_runs(out / "runs", world or get_world(0), oracle_rows)
+    extra = {k: v for k, v in earlier.items() if k not in SUMMARY_KEYS[kind]}
+    extra["provenance"] = {**extra.get("provenance", {}), "rescored": {
+        "scorer": SCORER, "git_commit": git_commit(("kbvqa/metrics", "kbvqa/experiments/rescore.py")),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": "python -m kbvqa.experiments.rescore", "verdicts_changed": changed}}
+    results = package.summarise(records, **extra)
+    package.write_results(results, out)
+    return results
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", nargs="*", default=["reag", "pipeline"], choices=["reag", "pipeline"])
+    args = parser.parse_args(argv)
+    done = {}
+    for kind in args.tables:
+        done[kind] = rescore_table(kind)
+        print(kind, "verdicts changed per row:", done[kind]["provenance"]["rescored"]["verdicts_changed"])
+    return done
+
+
+if __name__ == "__main__":
+    main()
