@@ -5,7 +5,7 @@
 
 - KB-VQA (E-VQA-style prompt, greedy answers scored by the official scorer of each kind,
   ``kbvqa.metrics.toy_kbvqa_correct``: InfoSeek's pointwise score, E-VQA's multi-answer IoU; the
-  committed ``card.json`` of the tiny model predates it and was scored with ReAG's judge):
+  tiny model's committed rows were judged again with it, ``python -m kbvqa.experiments.rescore``):
   ``kbvqa_gold_passage_acc`` (target >= 0.85), ``kbvqa_no_passage_acc`` (should be low; ReAG's
   no-passage prompt, so its ``<answer>`` is read with ``parse_think_answer``),
   ``kbvqa_10_passages_acc``, ``no_passage_refusal_rate`` ("I don't know"), and the mean gold-answer
@@ -90,6 +90,19 @@ def _no_passage_prompt(world, example):
     return kbvqa_prompt(world, query, [], "evqa", PretrainMixConfig())
 
 
+KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
+
+
+def kbvqa_rows(vlm, sets: dict, max_new_tokens: int = 32, batch_size: int = 16) -> tuple[dict, dict]:
+    """``({"<task>_acc": accuracy}, {task: greedy texts})`` of the three KB-VQA sets in ``sets``
+    (``eval_examples``), answers judged by the official scorers (``toy_kbvqa_correct``)."""
+    rows, texts = {}, {}
+    for task in KBVQA_ROWS:
+        texts[task] = _generate(vlm, sets[task], max_new_tokens, batch_size)
+        rows[f"{task}_acc"] = _mean(_kbvqa_correct(t, e.meta) for t, e in zip(texts[task], sets[task]))
+    return rows, texts
+
+
 def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens: int = 32) -> dict:
     """Every model-card metric on the first ``n`` test queries of each set (see the docstring)."""
     from kbvqa.models.pretrain_mix import eval_examples
@@ -102,10 +115,8 @@ def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens
             ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages", "critic", "mc_zero_shot",
              "mc_3_random", "mc_3_same_rule", "pairwise", "grounding")}
     card: dict = {"n_queries": n, "sizes": {t: len(ex) for t, ex in sets.items()}}
-    texts = {}
-    for task in ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages"):
-        texts[task] = _generate(vlm, sets[task], max_new_tokens, batch_size)
-        card[f"{task}_acc"] = _mean(_kbvqa_correct(t, e.meta) for t, e in zip(texts[task], sets[task]))
+    rows, texts = kbvqa_rows(vlm, sets, max_new_tokens, batch_size)
+    card.update(rows)
     card["no_passage_refusal_rate"] = _mean(bool(REFUSAL.search(parse_think_answer(t).answer or t))
                                             for t in texts["kbvqa_no_passage"])
     card["gold_logprob_with_passage"] = _gold_logprob(vlm, sets["kbvqa_gold_passage"], batch_size)
