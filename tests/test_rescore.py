@@ -50,3 +50,24 @@ def test_rcts_records_are_scored_by_the_scienceqa_release_regex():
     assert scored_answer("The answer is D.", None, q) is None        # not an option
     free = Query(id="mv-1", question="q", answers=["3"], answer_type="string")
     assert scored_answer("anything", "3", free) == "3"               # other kinds: the builder's parse
+
+
+def test_tiny_card_judges_a_multi_answer_as_one_set():
+    # The card's first judge took each item of the set as an alternative answer, so naming one
+    # right item among two (IoU 1/3 against the set) counted as right.
+    from kbvqa.models.model_card import _kbvqa_correct
+
+    meta = {"answers": ["vearthoo", "glubream"], "answer_type": "multi"}
+    assert not _kbvqa_correct("<think>t</think><answer>vearthoo, bumgraind</answer>", meta)
+    assert _kbvqa_correct("<think>t</think><answer>glubream and vearthoo</answer>", meta)
+
+
+def test_committed_tiny_card_rows_are_what_the_shipped_checkpoint_answers(tmp_path):
+    from kbvqa.experiments.rescore import rescore_tiny_card
+
+    shutil.copytree(DATA_DIR / "tiny_vlm", tmp_path / "tiny_vlm")
+    committed = json.loads((DATA_DIR / "tiny_vlm" / "card.json").read_text())
+    card = rescore_tiny_card(tmp_path / "tiny_vlm")
+    rows = committed["rescored"]["before"].keys()
+    assert {k: card["evaluation"][k] for k in rows} == {k: committed["evaluation"][k] for k in rows}
+    assert card["rescored"]["before"] == {k: committed["evaluation"][k] for k in rows}
