@@ -309,7 +309,15 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
 
 @pytest.mark.slow
 def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
-    from kbvqa.reader.card import CARD_TARGETS, DIRECT_ROWS, NAMING_ROWS, card_table, evaluate_card, live_kbvqa
+    from kbvqa.reader.card import (
+        CARD_TARGETS,
+        DIRECT_ROWS,
+        NAMING_ROWS,
+        card_table,
+        evaluate_card,
+        live_agreement,
+        live_kbvqa,
+    )
 
     vlm = build_reader(SMALL, base=tiny_base)
     card = evaluate_card(vlm, world, n=2, image_size=56)
@@ -323,6 +331,9 @@ def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
     assert "<think>" not in card["examples"]["kbvqa_10_passages_direct"]["target"]
     live = live_kbvqa(vlm, world, n=2, image_size=56)
     assert [len(v) for v in live.values()] == [2, 2, 2]
+    rows = live_agreement(vlm, world, card, n=2, image_size=56)   # the same greedy answers: same results
+    assert all(r["same per-query result"] == 1.0 and r["agrees"] for r in rows.values())
+    assert [r["live (n=2)"] for r in rows.values()] == [sum(v) / 2 for v in live.values()]
     with pytest.raises(ValueError, match="positive int"):
         evaluate_card(vlm, world, n=0)
 

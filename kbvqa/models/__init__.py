@@ -29,12 +29,15 @@ from kbvqa.models.encoders import (
                                    sentence_vectors,
 )
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
+from kbvqa.models.from_scratch import assoc_recall_table
+from kbvqa.models.gpu_budget import budget_table
 from kbvqa.models.outputs import Generations
 from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM
 
-__all__ = ["build_tiny_vlm", "build_tokenizer", "chat_images", "ClipEncoders", "CompletionLogprobs", "document_text",
+__all__ = ["assoc_recall_table", "budget_table",
+           "build_tiny_vlm", "build_tokenizer", "chat_images", "ClipEncoders", "CompletionLogprobs", "document_text",
            "encoder_card", "EncoderConfig", "FAMILIES", "Generations", "get_encoders", "gpu_checkpoint",
            "GPU_CHECKPOINTS", "GPU_ENCODER", "lit_question_split", "load_encoders", "load_vlm", "make_chat",
            "rubric_score", "sentence_vectors", "tiny_config", "TinySpec", "ToyEncoders", "VLM"]

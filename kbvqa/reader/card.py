@@ -217,6 +217,23 @@ def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) 
     return out
 
 
+def live_agreement(vlm, world, evaluation: dict, n: int, image_size: int = 112, batch_size: int = 16) -> dict:
+    """The card's KB-VQA rows rerun live on the first ``n`` test queries (``live_kbvqa``), per row:
+    the card's accuracy, the live one with its Wilson interval, whether the card's lies inside it
+    (``check_agreement``) and the share of queries whose result repeats the card's record."""
+    from kbvqa.metrics.intervals import check_agreement, same_answers
+
+    rows = {}
+    for task, right in live_kbvqa(vlm, world, n, image_size, batch_size).items():
+        agree = check_agreement(right, evaluation[f"{task}_acc"])
+        committed = [r["correct"] for r in evaluation["records"][task][:n]]
+        rows[task] = {f"card (n={evaluation['n_queries']})": round(evaluation[f"{task}_acc"], 3),
+                      f"live (n={n})": round(agree.rate, 3),
+                      "live 95 % interval": f"[{agree.low:.2f}, {agree.high:.2f}]",
+                      "agrees": agree.agrees, "same per-query result": round(same_answers(right, committed), 3)}
+    return rows
+
+
 def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) -> dict:
     """The card's three KB-VQA sets alone (see ``card_sets``) in prompt ``style``: "reag" (think,
     then answer; the card's rows) or "evqa" (the answer alone; the ``*_direct`` rows). The
