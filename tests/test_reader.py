@@ -445,3 +445,17 @@ def test_train_cli_overrides_are_typed_and_checked():
             config_overrides(bad)
     with pytest.raises(ValueError, match="positive"):
         ReaderTrainConfig(**config_overrides(["naming_steps=0"]))
+
+
+def test_train_cli_weight_overrides():
+    from kbvqa.reader.cli import weight_overrides
+    from kbvqa.reader.tasks import READER_WEIGHTS
+
+    got = weight_overrides(["creature_name=0.25", "grounding=0"])
+    assert got["creature_name"] == 0.25 and got["grounding"] == 0.0
+    assert {k: v for k, v in got.items() if k not in ("creature_name", "grounding")} == {
+        k: v for k, v in READER_WEIGHTS.items() if k not in ("creature_name", "grounding")}
+    assert weight_overrides([]) == READER_WEIGHTS
+    for bad in (["nope=1"], ["creature_name"], ["creature_name=-1"], [f"{t}=0" for t in READER_WEIGHTS]):
+        with pytest.raises(ValueError):
+            weight_overrides(bad)

@@ -1,6 +1,8 @@
 """The reader's training command line: ``python -m kbvqa.reader.cli`` (``make reader``).
 
 ``--set KEY=VALUE`` overrides any scalar knob of ``ReaderTrainConfig`` (``config_overrides``);
+``--weight TASK=W`` changes one task's weight in the mixture (``weight_overrides``; relative weights,
+0 drops a task);
 ``--reopen naming`` takes a run that is past its naming stage back into it for the extra steps a
 larger ``naming_steps`` gives (``Trainer.reopen``), after which the mixture runs again; a resumed
 call goes on where the last one stopped, with the knobs it is given (recorded in the run's state).
@@ -13,6 +15,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from kbvqa.reader.tasks import READER_TASKS, READER_WEIGHTS
 from kbvqa.reader.train import ReaderTrainConfig, Trainer, default_run_dir
 
 
@@ -29,6 +32,22 @@ def config_overrides(pairs) -> dict:
     return out
 
 
+def weight_overrides(pairs) -> dict:
+    """``["creature_name=0.2"]`` -> the reader's mixture weights with those tasks' weights replaced."""
+    weights = dict(READER_WEIGHTS)
+    for pair in pairs:
+        task, sep, value = pair.partition("=")
+        if not sep or task not in READER_TASKS:
+            raise ValueError(f"--weight expects TASK=W with TASK one of {sorted(READER_TASKS)}, got {pair!r}")
+        weight = float(value)
+        if weight < 0:
+            raise ValueError(f"a mixture weight must be >= 0, got {pair!r}")
+        weights[task] = weight
+    if not any(w > 0 for w in weights.values()):
+        raise ValueError("at least one task needs a positive weight")
+    return weights
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
     parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
@@ -38,10 +57,13 @@ def main(argv=None) -> None:
     parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
+    parser.add_argument("--weight", nargs="*", default=[], metavar="TASK=W",
+                        help="change mixture weights, e.g. --weight creature_name=0.2")
     parser.add_argument("--reopen", choices=("naming", "mixture"), default=None,
                         help="train a finished stage longer (with a larger --set <stage>_steps)")
     args = parser.parse_args(argv)
-    config = ReaderTrainConfig(threads=args.threads, device=args.device, **config_overrides(args.set))
+    config = ReaderTrainConfig(threads=args.threads, device=args.device, weights=weight_overrides(args.weight),
+                               **config_overrides(args.set))
     trainer = Trainer(config, args.run_dir or default_run_dir())
     if args.reopen and trainer.reopen(args.reopen):
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
