@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kbvqa.experiments.assoc_recall import AssocRecallConfig, answer_accuracy, lr_at, pairs_at, parse_args, train
-from kbvqa.experiments.assoc_recall_data import ATTRIBUTES, build_vocab, decode, make_batch
+from kbvqa.experiments.assoc_recall.data import ATTRIBUTES, build_vocab, decode, make_batch
 
 
 @pytest.mark.parametrize("task", ["mqar", "facts"])

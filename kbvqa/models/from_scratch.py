@@ -6,7 +6,7 @@ evidence for the reader's design (chapter 01): a language model trained from scr
 learn to read a passage in the time the book has, so the reader starts from a pretrained one.
 ``assoc_recall_table`` reads the committed runs into one markdown table.
 
-Leaves out: the training itself and the synthetic tasks (``kbvqa.experiments.assoc_recall*``).
+Leaves out: the training itself and the synthetic tasks (``kbvqa.experiments.assoc_recall``: ``run.py``, ``data.py``).
 """
 from __future__ import annotations
 

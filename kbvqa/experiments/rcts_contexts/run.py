@@ -1,20 +1,11 @@
 """Script: a reasoning-context KB for the toy world's first N ``mc_kb`` pairs and its Tab. 6 table.
 
-    python -m kbvqa.experiments.rcts_contexts --pairs 160 --out data/experiments/rcts_contexts
+The runner of ``python -m kbvqa.experiments.rcts_contexts``: ``run`` builds the KB, compares the
+four context sources (``SOURCES``) and writes ``results.json`` and ``kb.jsonl`` with their
+provenance; ``main`` is its command line.
 
-Builds the KB with the profile's ``ReasoningContextConfig`` (RCTS §3.2), measures the
-reasoning-context accuracy (Tab. 6) of four context sources with one fresh greedy answer per pair
-(no context, first candidate, chosen candidate, the toy world's worked solution = oracle), reads the
-candidates with ``toy_context_checks``, and writes
-
-- ``results.json``: provenance (commit, date, SHA-256 of the model weights, world seed and toy-world
-  version, profile, threads, seconds), the config, ``summarize_build``, the accuracy of each source
-  with its standard error sqrt(p(1-p)/n) and the letters answered, the gold letters, and the toy
-  checks;
-- ``kb.jsonl``: the records (``save_reasoning_kb``), for chapters that reuse them.
-
-Leaves out: the folder, reading ``results.json`` back and the summaries (``kbvqa.rcts.context_kb``:
-``RESULTS_DIR``, ``load_results``, ``answer_letters``, ``toy_check_summary``), plotting (the chapter draws).
+Leaves out: what the experiment is and what it writes (this package's ``__init__``), building and
+reading the KB, its summaries and checks (``kbvqa.rcts.contexts``, ``kbvqa.rcts.context_kb``).
 """
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
 """SeRTS experiments on the toy literature (Tab. 3, 4, 6 and 9 analogues): the script behind chapter 17.
 
-Run ``python -m kbvqa.experiments.serts_experiment [--scripted-n 80] [--tiny-n 8] [--threads 1]``.
+The runner of ``python -m kbvqa.experiments.serts_experiment``: ``run_setup`` plays every chunk and
+seed of one setup, ``write_run`` writes its ``runs/<setup>.jsonl``; ``main`` parses the command line,
+runs the setups and writes the summary with its provenance.
 
-Every chunk of held-out questions, for every seed, of each setup (``run_setup``), with the methods,
-models and per-chunk records of ``kbvqa.serts.experiment`` (``run_chunk``, ``ExperimentConfig``,
-``SETUPS``; the design is described there).
-
-Output under ``data/experiments/serts/``: ``runs/<setup>.jsonl`` (a header, then one record per
-question, method and seed) and the summary ``results.json`` / ``results.csv`` (``kbvqa.serts.results``).
-Leaves out: PPO (chapter 18, live), the gpu profile's BioASQ run, tables and figures (``kbvqa.serts.results``).
+Leaves out: what the experiment is, its setups and folder (this package's ``__init__``), the
+methods, models and per-chunk records (``kbvqa.serts.experiment``), tables (``kbvqa.serts.results``).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ Every batch is ``(input_ids, answer_mask)``: ``answer_mask[b, t]`` is True when 
 answer token, i.e. must be predicted from positions ``< t``. Right padding with ``<pad>`` keeps
 causal attention exact without an attention mask.
 
-Leaves out: the model, the training loop and the metrics (``assoc_recall.py``); real tokenisers.
+Leaves out: the model, the training loop and the metrics (``run.py``); real tokenisers.
 """
 from __future__ import annotations
 

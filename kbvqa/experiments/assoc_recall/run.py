@@ -1,33 +1,12 @@
 """Go/no-go stage: can a tiny Qwen2-VL language model learn associative recall on one CPU core?
 
-Trains the text backbone of ``Qwen2VLForConditionalGeneration`` (built from config, no download;
-the vision tower is kept, one block of width 32, but never called) on the seeded synthetic tasks
-of ``assoc_recall_data`` and writes a JSON record (config, curves, final accuracy, wall time, git
-commit, machine) to ``data/experiments/assoc_recall/<name>.json`` after every evaluation, so an
-interrupted run still leaves its curve.
+The runner of ``python -m kbvqa.experiments.assoc_recall``: ``AssocRecallConfig`` (one run, every
+field a ``--flag`` of ``parse_args``), the model (``build_model``), schedules (``lr_at``,
+``pairs_at``), loss and teacher-forced accuracy, ``train`` (writes the run's JSON record after every
+evaluation) and ``main`` (train one run from the command line, print its summary).
 
-Why this model class: the tiny VLM of the book *is* ``Qwen2VLForConditionalGeneration``. Its
-language model is a Qwen2 decoder (RMSNorm, SwiGLU MLP, q/k/v biases, rotary attention) whose
-rotary embedding is M-RoPE; with text-only input the model receives no ``image_grid_thw``, builds
-``position_ids = arange(T)`` and copies it to the three (time, height, width) sections, so M-RoPE
-reduces to plain 1-D RoPE. Training exactly this class means the recipe carries over unchanged.
-
-Run ``python -m kbvqa.experiments.assoc_recall --task mqar --lr 3e-3 --steps 10000``; every
-run and its curve are in ``data/experiments/assoc_recall/README.md``. Measured on one shared core
-(hidden 128, 2 layers, 4 heads, ~0.74M text parameters, 6-14 steps/s):
-
-- No configuration reached 95 %: the go/no-go answer for "cheap on CPU" is *no-go*.
-- MQAR (8 pairs, loss on answers) sits on the "some value from the context" plateau (acc ~0.15,
-  loss -> ln 8) for 7,500 steps / 11 min; lr 1e-2, tied embeddings, a 2->8 curriculum, rope
-  theta 1e4 and unit-gain init did not shorten it. Asking every key once lets the model answer
-  by elimination (0.35 plateau): queries are drawn with replacement by default.
-- Toy-world fact passages with LM loss on the *whole* sequence do leave the first plateau (exact
-  answers 0.06 -> 0.40 between steps 2,000 and 3,500) and then stall at ~0.40, below what
-  attribute-only matching would give (0.64): whole-sequence LM loss is the one change that moved
-  anything, and the recipe to keep for the tiny VLM's pretraining.
-
-Leaves out: images, generation (accuracy is teacher-forced argmax over the answer tokens, which
-equals greedy-decoding exact match of the whole answer), checkpoints (nothing is shipped here).
+Leaves out: what the stage measured and why this model class (this package's ``__init__``), the
+synthetic sequences (``data.py``), the table of the runs (``kbvqa.models.from_scratch``).
 """
 from __future__ import annotations
 
@@ -46,7 +25,7 @@ import torch
 from tqdm import tqdm
 
 from kbvqa.config import seed_everything
-from kbvqa.experiments.assoc_recall_data import QUERY_MODES, TASKS, build_vocab, make_batch
+from kbvqa.experiments.assoc_recall.data import QUERY_MODES, TASKS, build_vocab, make_batch
 from kbvqa.experiments.runs import git_commit
 from kbvqa.models.from_scratch import ASSOC_RECALL_DIR
 
@@ -270,7 +249,13 @@ def parse_args(argv: list[str] | None = None) -> AssocRecallConfig:
     return AssocRecallConfig(**vars(parser.parse_args(argv)))
 
 
-if __name__ == "__main__":
-    result = train(parse_args())
+def main(argv: list[str] | None = None) -> dict:
+    """Train one run from the command line and print its summary."""
+    result = train(parse_args(argv))
     print(json.dumps({k: result.get(k) for k in ("final_acc", "steps_to_95", "minutes_to_95",
                                                   "wall_s", "steps_per_s")}))
+    return result
+
+
+if __name__ == "__main__":
+    main()

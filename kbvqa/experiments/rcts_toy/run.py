@@ -1,25 +1,13 @@
 """RCTS on the toy world: the experiment script behind chapter 14 (Tab. 2, 4, 5 and Fig. 5b analogues).
 
-Run ``python -m kbvqa.experiments.rcts_toy`` (every group) or pick groups and sizes::
+The runner of ``python -m kbvqa.experiments.rcts_toy``: ``run_to_file`` appends one row's records
+to ``runs/<run>.jsonl`` under its fingerprint and skips the questions already there; ``main``
+parses the command line, loads (or computes) the retrieval cache, runs the groups' rows and writes
+the tables with their provenance.
 
-    python -m kbvqa.experiments.rcts_toy --groups main --limit 320        # Tab. 2 analogue
-    python -m kbvqa.experiments.rcts_toy --groups ablation alpha rollouts diagnostics --sweep-limit 20
-
-It works on the toy world's multiple-choice test split (320 questions; ``--limit`` takes the
-first n) with the ``mc_kb`` split as knowledge base and the shipped model of the active profile, on
-one CPU thread (``--threads``). Each question's record is appended to ``runs/<run>.jsonl`` as soon
-as it is done, under a header with the run's fingerprint; a rerun skips the questions already
-there (resumable) unless the fingerprint changed or ``--fresh`` is given. At the end it writes
-``results.json`` (tables + provenance: git commit, seed, date, machine, model checkpoint hash, wall
-time) and ``results.csv``, and prints every table next to the paper's numbers.
-
-Retrieval (§3.3, hybrid MaxSim, k+1 with the query dropped) is computed once and kept in
-``retrieval.json`` (top-N ids and scores per test question), so reruns and the chapter reuse the
-same candidates. The similarity s_i of Eq. 5-6 is the MaxSim score divided by the query's token
-count (the mean per-token cosine), our reading of "normalised similarity".
-
-Leaves out: the rows and how they run (``kbvqa.rcts.runs``), the retrieval cache and the toy
-``Setting`` (``kbvqa.rcts.settings``), the folder, tables and figures (``kbvqa.rcts.results``).
+Leaves out: what the experiment is, its rows and folder (this package's ``__init__``), how a row
+runs (``kbvqa.rcts.runs``), retrieval and the toy ``Setting`` (``kbvqa.rcts.settings``), the tables
+(``kbvqa.rcts.results``).
 """
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
 """MOLT's candidate pipeline on the whole toy test split: Recall@K per stage (Tab. 2/3 analogue).
 
-``run(seed, k, every)`` runs ``CandidatePipeline`` (coarse top-K over the summaries,
-fusion re-scoring kept at length K so that every Recall@K <= K is read off one run, the oracle
-passage extractor) over every ``kbvqa_test`` query and returns the recall curves, the gold ranks
-per query (chapter 26 draws its schedule analysis from the fused ranks) and provenance.
-``write_results`` keeps it as ``data/experiments/molt/candidates.json``; the pipeline on the toy
-world (``pipeline_for``, ``candidate_sets``) and the loader (``load_results``) are in
-``kbvqa.molt.candidates``.
+The runner of ``python -m kbvqa.experiments.molt_candidates``: ``run(seed, k, every)`` returns the
+recall curves at every K in ``KS`` up to ``k``, the gold ranks and provenance; ``write_results``
+writes them to ``data/experiments/molt/candidates.json``; ``main`` is the command line.
 
-Run: ``python -m kbvqa.experiments.molt_candidates`` (about a minute on one thread).
-Leaves out: the model's passage extractor and grounder (model calls: chapter 25 runs them live on
-a few queries), the tournament.
+Leaves out: what the experiment is (this package's ``__init__``), the pipeline on the toy world and
+the loader (``kbvqa.molt.candidates``), recall curves and gold ranks (``kbvqa.molt.analysis``).
 """
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """MOLT's training ablation (Tab. 5), schedule ablation (Tab. 6) and GRPO curves (Fig. 3) on the toy world.
 
-Run ``python -m kbvqa.experiments.molt_training [--limit N] [--threads 1]`` (~10-15 min on one
-thread; ``make experiments``). ``run_experiment`` plays the scripted judges over every test query,
-evaluates the shipped judge zero-shot, trains the SFT cold start (``train_cold_start``) and GRPO from
-it with and without R_proc (``train_grpo``), evaluates each, and ``main`` writes
-``data/experiments/molt/``. The settings, evaluation sets, scripted judges, evaluators and GRPO tasks
-are in ``kbvqa.molt.experiment`` (the design is described there).
+The runner of ``python -m kbvqa.experiments.molt_training``: ``run_experiment`` plays the scripted
+judges, evaluates the shipped judge zero-shot, trains the cold start (``train_cold_start``) and GRPO
+with and without R_proc (``train_grpo``) and evaluates each; ``main`` parses the command line, runs
+it and writes the tables with their provenance.
 
-Leaves out: tables, paper numbers, figures (``kbvqa.molt.results``); real data (gpu only, not run here).
+Leaves out: what the experiment is, its rows and folder (this package's ``__init__``), the settings,
+evaluation sets, scripted judges and evaluators (``kbvqa.molt.experiment``), tables (``kbvqa.molt.results``).
 """
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
 """Re-judge committed KB-VQA answers with the official scorers, without running a model again.
 
-Run ``python -m kbvqa.experiments.rescore``. The ReAG ablation ladder (chapter 24,
-``data/experiments/reag``) and the end-to-end ablation (chapter 30, ``data/experiments/pipeline``)
-store every query's extracted answer in ``runs/<row>.jsonl``. This script sets each record's
-``correct`` to the official verdict on that answer (``kbvqa.metrics.score_records``:
-``official_correct``, InfoSeek's pointwise score or E-VQA's multi-answer IoU) and its ``split``,
-then rewrites the runs and the table (each package's ``summarise``: accuracy with its Wilson
-interval, InfoSeek's split score with its within-split bootstrap). The config, training log and
-provenance of the run that made the answers are kept; the provenance gains ``rescored``: the
-scorer, this commit and date, and per row how many verdicts changed. Rows whose reader is the
-``"oracle"`` (right exactly when the evidence is in context) keep their verdicts and only get a split.
+The runner of ``python -m kbvqa.experiments.rescore``: ``rescore_runs`` rewrites a folder's run files
+with official verdicts and splits, ``rescore_table`` does it for the ReAG or pipeline table and
+rewrites the table (provenance gains ``rescored``), ``rescore_tiny_card`` regenerates and judges the
+tiny model's card rows; ``main`` is the command line (``--tables``).
 
-Answers are judged exactly as a fresh run judges them (same function, same stored string), so a
-rescored table equals the table a rerun of the same model would write. The tiny model's card
-(``data/tiny_vlm/card.json``) stored no answers: ``--tables tiny_card`` regenerates its three
-KB-VQA rows' greedy answers with the shipped tiny checkpoint (deterministic) and judges them
-(``kbvqa.models.model_card.kbvqa_rows``); the card keeps the old values under ``rescored``. Leaves out: the RCTS
-tables, whose records stored the parsed letter only (their rerun stores the response and scores it
-as RCTS's release does, ``kbvqa.rcts.runs.scored_answer``).
+Leaves out: what the job is and why (this package's ``__init__``), the scorers
+(``kbvqa.metrics``), the tables' summaries (each package's ``summarise``), the RCTS tables.
 """
 from __future__ import annotations
 
@@ -75,7 +64,7 @@ def rescore_table(kind: str, out: Path | None = None, world=None) -> dict:
     records, changed = rescore_runs(out / "runs", world or get_world(0), oracle_rows)
     extra = {k: v for k, v in earlier.items() if k not in SUMMARY_KEYS[kind]}
     extra["provenance"] = {**extra.get("provenance", {}), "rescored": {
-        "scorer": SCORER, "git_commit": git_commit(("kbvqa/metrics", "kbvqa/experiments/rescore.py")),
+        "scorer": SCORER, "git_commit": git_commit(("kbvqa/metrics", "kbvqa/experiments/rescore")),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": "python -m kbvqa.experiments.rescore", "verdicts_changed": changed}}
     results = package.summarise(records, **extra)
