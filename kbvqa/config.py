@@ -10,6 +10,12 @@ The profile is chosen automatically (CUDA present -> gpu), ``KBVQA_PROFILE`` ove
 (``CI`` set to a true value) is always ``cpu``. Notebooks call ``get_profile()`` and pick sizes from
 ``Profile``; they never branch on anything else.
 
+The profile also decides how prompts and pictures look (``Profile.short_prompts``,
+``Profile.image_size``): the cpu profile's short prompt renderings and 56-px views are what the tiny
+VLM was trained on; the gpu profile gives hub checkpoints the papers' own prompts and images at
+their own size. A config field left at ``PROFILE_DEFAULT`` takes the active profile's value when the
+config is made (``resolve_profile_fields``), so one config serves both.
+
 Leaves out: model loading (``kbvqa.models``) and dataset loading (``kbvqa.data``).
 """
 from __future__ import annotations
@@ -72,6 +78,38 @@ class Profile:
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
+
+    @property
+    def short_prompts(self) -> bool:
+        """cpu: the prompts' short renderings the tiny VLM knows; gpu: the papers' own prompts."""
+        return not self.is_gpu
+
+    @property
+    def image_size(self) -> int | None:
+        """cpu: the tiny VLM's 56-px views; gpu: None, images at their own size (the hub processors
+        resize them)."""
+        return None if self.is_gpu else 56
+
+
+PROFILE_DEFAULT = "profile"     # a config's short_prompts / image_size left at this: the active profile's
+
+
+def profile_value(name: str, value, profile: Profile | None = None):
+    """``value``, or the profile's ``short_prompts`` / ``image_size`` (``name``) when ``value`` is
+    ``PROFILE_DEFAULT``: the same rule as ``resolve_profile_fields``, for a function's argument."""
+    if isinstance(value, str) and value == PROFILE_DEFAULT:
+        return getattr(profile if profile is not None else get_profile(), name)
+    return value
+
+
+def resolve_profile_fields(config, profile: Profile | None = None) -> None:
+    """Give the ``short_prompts`` and ``image_size`` fields of ``config`` (a dataclass, frozen or not;
+    call it first in ``__post_init__``) that are left at ``PROFILE_DEFAULT`` the value of ``profile``
+    (default: the active one, ``get_profile()``)."""
+    for name in ("short_prompts", "image_size"):
+        if isinstance(getattr(config, name, None), str) and getattr(config, name) == PROFILE_DEFAULT:
+            profile = profile if profile is not None else get_profile()
+            object.__setattr__(config, name, getattr(profile, name))
 
 
 def get_profile(name: str | None = None) -> Profile:

@@ -72,3 +72,34 @@ def test_cache_dir_env(tmp_path, monkeypatch):
     monkeypatch.setenv("KBVQA_CACHE", str(tmp_path / "c"))
     d = config.cache_dir()
     assert d == tmp_path / "c" and d.is_dir()
+
+
+GPU = Profile("gpu", "cuda", scale=4.0, max_eval=500)   # made directly: get_profile would ask for CUDA
+
+
+def test_profile_decides_prompts_and_pictures(monkeypatch):
+    from kbvqa.config import PROFILE_DEFAULT, profile_value
+    from kbvqa.molt.sft import SFTDataConfig
+    from kbvqa.pipeline import PipelineConfig
+    from kbvqa.reag.critic import CriticConfig
+    from kbvqa.reag.critic_train import CriticTrainConfig
+    from kbvqa.retrieval.subject_grounding import GroundingConfig
+    from kbvqa.serts.search import SeRTSConfig
+
+    monkeypatch.setenv("CI", "true")
+    configs = (PipelineConfig, SFTDataConfig, CriticConfig, CriticTrainConfig, GroundingConfig)
+    for cls in configs:                     # cpu: what the tiny VLM was trained on
+        cfg = cls()
+        assert (cfg.short_prompts, cfg.image_size) == (True, 56), cls
+    assert SeRTSConfig().short_prompts is True
+    assert PipelineConfig(image_size=None, short_prompts=False).image_size is None     # explicit values stay
+    assert profile_value("image_size", 112) == 112 and profile_value("image_size", PROFILE_DEFAULT) == 56
+
+    import kbvqa.config as config
+    monkeypatch.setattr(config, "get_profile", lambda name=None: GPU)
+    for cls in configs:                     # gpu: the papers' prompts, native images
+        cfg = cls()
+        assert (cfg.short_prompts, cfg.image_size) == (False, None), cls
+    assert SeRTSConfig().short_prompts is False
+    assert CriticConfig.for_profile(GPU) == CriticConfig(short_prompts=False, image_size=None)
+    assert profile_value("short_prompts", PROFILE_DEFAULT) is False

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbvqa.config import PROFILE_DEFAULT, profile_value, resolve_profile_fields
 from kbvqa.data.schema import open_image
 from kbvqa.molt.ladder import Candidate, random_ids
 from kbvqa.parsers import parse_box, parse_candidate_number
@@ -64,9 +65,10 @@ class CandidateConfig:
     padding: float = 0.1         # crop padding ratio rho around the grounded box (App. B; value ours)
     random_ids: bool = False     # shuffle the ids 1..N (training data); False: id = fusion rank
     seed: int = 0                # random ids repeat exactly
-    short_prompts: bool = True   # cpu profile: the _short prompt renderings
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         for name in ("k", "n"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -121,8 +123,11 @@ def _reply(model, prompt, max_new_tokens: int) -> str:
     return str(first[0] if isinstance(first, (list, tuple)) and first else first or "")
 
 
-def model_grounder(model, short: bool = True, max_new_tokens: int = 24) -> Callable:
-    """A grounder ``(image, question) -> box or None`` asking ``model`` with Table 11's prompt."""
+def model_grounder(model, short: bool | str = PROFILE_DEFAULT, max_new_tokens: int = 24) -> Callable:
+    """A grounder ``(image, question) -> box or None`` asking ``model`` with Table 11's prompt
+    (``short``: the profile's rendering by default)."""
+    short = profile_value("short_prompts", short)
+
     def ground(image, question: str):
         im = open_image(image)
         prompt = render_chat("molt_grounding", images=[im], short=short, question=question,
@@ -131,9 +136,11 @@ def model_grounder(model, short: bool = True, max_new_tokens: int = 24) -> Calla
     return ground
 
 
-def model_extractor(model, short: bool = True, max_new_tokens: int = 6) -> Callable:
+def model_extractor(model, short: bool | str = PROFILE_DEFAULT, max_new_tokens: int = 6) -> Callable:
     """An extractor ``(question, query_image, document) -> section index`` (Table 13); an
-    invalid reply gives 0."""
+    invalid reply gives 0 (``short``: the profile's rendering by default)."""
+    short = profile_value("short_prompts", short)
+
     def extract(question: str, query_image, document) -> int:
         prompt = render_chat("molt_passage_extraction", images=[query_image], short=short, question=question,
                              formatted_wiki_content=format_wiki(document))
@@ -236,10 +243,12 @@ def stage_recall(queries: Sequence, sets: Sequence[CandidateSet]) -> dict[str, f
 
 
 # ------------------------------------------------------------------------------ the toy world
-def doc_image_of(world, size: int = 56):
-    """The document image the candidates carry: the page's main picture at the tiny model's size."""
+def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT):
+    """The document image the candidates carry: the page's main picture at ``size`` px (default: the
+    profile's, 56 px for the tiny model on the cpu, native on the gpu)."""
     from kbvqa.prompts.formats import view_ref
 
+    size = profile_value("image_size", size)
     return lambda d: view_ref(world, d.meta["image_id"], size)
 
 

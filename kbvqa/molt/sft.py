@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.data.toy_shapes import with_look
 from kbvqa.molt.ladder import Candidate, listing_order, pairwise_prompt, random_ids, student_prompt
 from kbvqa.molt.run import pairwise_winner, transcript_text
@@ -44,11 +45,12 @@ class SFTDataConfig:
     """How the SFT set is built (§3.2.1; the paper: 12K E-VQA queries, 4 negatives)."""
 
     n_negatives: int = 4          # top-4 retrieved paragraphs of other documents
-    image_size: int | None = 56   # px side of the images (cpu profile: the tiny VLM's 56 px)
-    short_prompts: bool = True    # cpu profile: the _short prompt renderings
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     seed: int = 0                 # shuffles and ids repeat exactly
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         if not isinstance(self.n_negatives, int) or self.n_negatives < 1:
             raise ValueError(f"n_negatives must be an int >= 1 (N = n_negatives + 1 >= 2), got {self.n_negatives!r}")
 

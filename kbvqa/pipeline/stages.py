@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.parsers import winner_ids
 from kbvqa.reag.critic import check_threshold
 
@@ -64,11 +65,12 @@ class PipelineConfig:
     max_new_tokens: int = 96         # reader's generation cap
     ladder_tokens: int = 400         # one-pass ladder cap (96 per iterative call)
     batch_size: int = 16             # prompts per generate call
-    short_prompts: bool = True       # cpu profile: the short renderings the tiny model knows
-    image_size: int | None = 56      # px side of the query image the reader sees
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
     seed: int = 0
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         from kbvqa.molt.ladder import ORDERS
 
         for name, value, allowed in (("retrieval", self.retrieval, RETRIEVALS), ("rerank", self.rerank, RERANKS),

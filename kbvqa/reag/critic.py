@@ -27,6 +27,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
+
 REAG_THRESHOLD = 0.1   # the official inference scripts (supp. A: "a yes-probability threshold equal to 0.1")
 CLI_THRESHOLD = 0.5    # the official command-line default
 __all__ = ["CLI_THRESHOLD", "REAG_THRESHOLD", "Critic", "CriticConfig", "CriticResult", "check_threshold",
@@ -47,10 +49,11 @@ class CriticConfig:
     threshold: float = REAG_THRESHOLD   # keep p when P(Yes) > threshold (Eq. 4)
     batch_size: int = 16                # prompts per forward pass
     normalise: str = "pair"             # "pair": softmax over {Yes, No}; "vocab": over the vocabulary (official)
-    short_prompts: bool = True          # cpu profile: the short rendering; gpu: False (the paper's text)
-    image_size: int | None = 56         # px side the critic is shown (the tiny model's 56); None: native
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         check_threshold(self.threshold)
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
@@ -61,12 +64,12 @@ class CriticConfig:
 
     @classmethod
     def for_profile(cls, profile=None, **overrides) -> CriticConfig:
-        """cpu: the short prompt at 56 px (the tiny model); gpu: the paper's prompt, native images."""
+        """The config of ``profile`` (a ``Profile``, a name, or None: the active one): cpu, the short
+        prompt at 56 px (the tiny model); gpu, the paper's prompt and native images."""
         from kbvqa.config import get_profile
 
         prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
-        base = dict(short_prompts=False, image_size=None) if prof.is_gpu else {}
-        return cls(**{**base, **overrides})
+        return cls(**{"short_prompts": prof.short_prompts, "image_size": prof.image_size, **overrides})
 
 
 def passage_text(passage) -> str:

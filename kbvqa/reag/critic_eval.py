@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from kbvqa.config import PROFILE_DEFAULT, profile_value
 from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
 
 __all__ = ["critic_items", "critic_table", "filtering_stats", "generator_judge", "heldout_critic_items",
@@ -121,7 +122,8 @@ def threshold_sweep(items: Sequence[tuple], scores: Sequence[Sequence[float]], t
     return rows
 
 
-def generator_judge(vlm, short: bool = True, image_size: int | None = 56, max_new_tokens: int = 48,
+def generator_judge(vlm, short: bool | str = PROFILE_DEFAULT, image_size: int | None | str = PROFILE_DEFAULT,
+                    max_new_tokens: int = 48,
                     batch_size: int = 16) -> Callable[[list[tuple]], list[bool]]:
     """A judge for ``threshold_sweep``: ``vlm`` answers ReAG's generator prompt greedily (no
     passage -> question and image alone); the answer, extracted by supp. B's chain
@@ -129,6 +131,8 @@ def generator_judge(vlm, short: bool = True, image_size: int | None = 56, max_ne
     (``kbvqa.metrics.official_correct``)."""
     from kbvqa.metrics import official_correct
     from kbvqa.parsers import parse_think_answer
+
+    short, image_size = profile_value("short_prompts", short), profile_value("image_size", image_size)
 
     def judge(pairs: list[tuple]) -> list[bool]:
         if not pairs:

@@ -28,6 +28,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.rl.common import build_optimizer, prepare_trainable
 
 __all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
@@ -44,12 +45,13 @@ class CriticTrainConfig:
     hard_rate: float = 0.7           # share of hard negatives among "No" (ReAG: 70 % hard, 30 % soft)
     seed: int = 0                    # examples, initialisation of adapters, dropout
     lora: dict | None = None         # e.g. {"r": 8, "alpha": 16}: LoRA adapters only; None: all weights
-    short_prompts: bool = True       # the cpu-profile critic prompt (as pretrained); False: the paper's
-    image_size: int | None = 56      # px side of the query image (the tiny model's 56)
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         for name in ("steps", "batch_size", "threads", "log_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

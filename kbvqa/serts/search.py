@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.search.uct import select_index, uct_score
 from kbvqa.serts.prompts import (
     Generator,
@@ -67,12 +68,13 @@ class SeRTSConfig:
     top_k: int = 5                # abstracts BM25 returns per query (the tiny model's training value)
     reward_scale: float = 0.2     # R backed up = score * reward_scale (score 5 -> 1.0)
     missing_score: int = 0        # score of an evaluator output without a valid <score>
-    short_prompts: bool = True    # cpu profile: the _short renderings of Tab. 1/2/11
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     max_prompt_abstracts: int | None = None  # keep only the last n of O_d^anc in proposer prompts
     reflection: str = "chain"     # Alg. 2: "chain" (expand the last node) or "root" (literal)
     seed: int = 0                 # random policy's generator (generation seeds are the generator's)
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         if not isinstance(self.sim, int) or self.sim < 1:
             raise ValueError(f"sim must be an int >= 1, got {self.sim!r}")
         if not isinstance(self.branching, int) or self.branching < 1:
