@@ -4,7 +4,10 @@ profile and the Makefile's environment (``PYTHONHASHSEED=0``, offline hub, no to
 
 ``book_notebooks`` lists the notebooks of ``_toc.yml`` in book order; ``execute_notebook`` runs one
 in a fresh kernel and returns the executed notebook with its wall time (kernel start included: what
-a reader waits for). Leaves out: comparing executions (``tools.nb_compare``) and the HTML build.
+a reader waits for); ``env`` changes the kernel's environment on top of the book's (the gpu smoke
+run, ``tools/gpu_smoke.py``, sets the gpu profile and its local checkpoints that way).
+
+Leaves out: comparing executions (``tools.nb_compare``) and the HTML build.
 """
 from __future__ import annotations
 
@@ -44,10 +47,15 @@ def book_notebooks(root: Path = ROOT) -> list[Path]:
 
 @contextlib.contextmanager
 def book_environment(extra: dict | None = None):
-    """``os.environ`` updated with ``BOOK_ENV`` (the kernel inherits it), restored afterwards."""
+    """``os.environ`` updated with ``BOOK_ENV`` and then ``extra`` (the kernel inherits it; a value
+    ``None`` removes that variable), restored afterwards."""
     env = {**BOOK_ENV, **(extra or {})}
     saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = str(v)
     try:
         yield
     finally:
@@ -58,9 +66,11 @@ def book_environment(extra: dict | None = None):
                 os.environ[k] = v
 
 
-def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3") -> ExecutedNotebook:
+def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3",
+                     env: dict | None = None) -> ExecutedNotebook:
     """Run every cell of ``path`` in a fresh kernel (``timeout`` seconds per cell, as in
-    ``_config.yml``); a failing cell stops the run and is reported in ``error``, never raised."""
+    ``_config.yml``); a failing cell stops the run and is reported in ``error``, never raised.
+    ``env``: variables set (or, with value ``None``, removed) for the kernel over ``BOOK_ENV``."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -72,7 +82,7 @@ def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, allow_errors=False,
                             resources={"metadata": {"path": str(path.parent)}})
     error = ""
-    with book_environment():
+    with book_environment(env):
         t0 = time.perf_counter()
         try:
             client.execute()

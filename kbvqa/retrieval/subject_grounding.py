@@ -7,7 +7,9 @@
   in the question); ``GroundingConfig(text="subject")`` asks with "this <subject>" instead.
 - ``GroundingDinoGrounder`` (gpu profile): ReAG's detector, GroundingDINO, through transformers'
   ``AutoModelForZeroShotObjectDetection``, prompted with the subject phrase (``subject.py``); the
-  highest-scoring box wins. Loaded lazily, never downloaded in tests.
+  highest-scoring box wins. Loaded lazily, never downloaded in tests. ``KBVQA_GROUNDER`` (a hub id
+  or a local folder, ``gpu_grounder()``) replaces the checkpoint ``GPU_GROUNDER``, e.g. by the gpu
+  smoke test's tiny random GroundingDINO on a machine without the hub.
 - ``get_grounder(profile, vlm)``: the profile's grounder.
 
 Every grounder has ``ground(images, questions, subjects=None) -> list[box | None]`` with boxes in
@@ -20,20 +22,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.retrieval.subject import extract_subject, scale_box
 
-__all__ = ["GroundingConfig", "GroundingDinoGrounder", "VLMGrounder", "get_grounder"]
+__all__ = ["GPU_GROUNDER", "GroundingConfig", "GroundingDinoGrounder", "VLMGrounder", "get_grounder", "gpu_grounder"]
+
+GPU_GROUNDER = "IDEA-Research/grounding-dino-tiny"
+GROUNDER_VARIABLE = "KBVQA_GROUNDER"   # overrides GPU_GROUNDER: a hub id or a local folder
+
+
+def gpu_grounder() -> str:
+    """The gpu profile's GroundingDINO checkpoint: ``$KBVQA_GROUNDER`` (hub id or local folder) or
+    ``GPU_GROUNDER``."""
+    from kbvqa.models.loading import checkpoint_from_env
+
+    return checkpoint_from_env(GROUNDER_VARIABLE, GPU_GROUNDER)
 
 
 @dataclass(frozen=True)
 class GroundingConfig:
-    image_size: int | None = 56      # px side the VLM is shown (the tiny model's 56); None: native
-    short_prompts: bool = True       # the cpu-profile rendering of MOLT Table 11 (False: the paper's)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     text: str = "question"           # what fills the prompt's {question}: "question" or "subject"
     max_new_tokens: int = 24         # a box is about 12 tokens
     batch_size: int = 16
 
     def __post_init__(self):
+        resolve_profile_fields(self)
         if self.text not in ("question", "subject"):
             raise ValueError(f"text must be 'question' or 'subject', got {self.text!r}")
         if self.image_size is not None and self.image_size < 1 or self.max_new_tokens < 1 or self.batch_size < 1:
@@ -85,13 +100,14 @@ class VLMGrounder:
 
 
 class GroundingDinoGrounder:
-    """ReAG's detector (gpu profile): the best box for the subject phrase, or ``None``."""
+    """ReAG's detector (gpu profile): the best box for the subject phrase, or ``None``.
+    ``checkpoint=None``: ``gpu_grounder()``."""
 
-    def __init__(self, checkpoint: str = "IDEA-Research/grounding-dino-tiny", device: str | None = None,
+    def __init__(self, checkpoint: str | None = None, device: str | None = None,
                  box_threshold: float = 0.35, text_threshold: float = 0.25):
         if not (0 <= box_threshold <= 1 and 0 <= text_threshold <= 1):
             raise ValueError("box_threshold and text_threshold must be in [0, 1]")
-        self.checkpoint, self.device = checkpoint, device
+        self.checkpoint, self.device = checkpoint or gpu_grounder(), device
         self.box_threshold, self.text_threshold = box_threshold, text_threshold
         self._model = self._processor = None
 
@@ -99,11 +115,14 @@ class GroundingDinoGrounder:
         if self._model is None:
             from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
-            from kbvqa.models.loading import resolve_device
+            from kbvqa.models.loading import local_only, quiet_progress, resolve_device
 
             self.device = str(resolve_device(self.device))
-            self._processor = AutoProcessor.from_pretrained(self.checkpoint)
-            self._model = AutoModelForZeroShotObjectDetection.from_pretrained(self.checkpoint).to(self.device).eval()
+            hub = local_only(self.checkpoint)
+            self._processor = AutoProcessor.from_pretrained(self.checkpoint, **hub)
+            with quiet_progress():
+                model = AutoModelForZeroShotObjectDetection.from_pretrained(self.checkpoint, **hub)
+            self._model = model.to(self.device).eval()
 
     def ground(self, images, questions, subjects=None) -> list[tuple[float, float, float, float] | None]:
         import torch
