@@ -28,9 +28,8 @@ Two implementations:
   image tokens are the 7 x 7 patch states through post-layernorm and the visual projection;
   pooled vectors are CLIP's own EOS / CLS embeddings. Zero-shot: CLIP was trained on pooled
   vectors only, so its token-level MaxSim is weaker than PreFLMR's trained mapping network; text
-  is cut at 77 tokens. Loaded lazily; never downloaded in tests. ``KBVQA_ENCODER`` (a hub id or a
-  local folder, ``gpu_encoder()``) replaces the checkpoint, e.g. by the gpu smoke test's tiny
-  random CLIP on a machine without the hub.
+  is cut at 77 tokens. Loaded lazily; never downloaded in tests. ``KBVQA_ENCODER`` (hub id or
+  local folder, ``gpu_encoder()``) replaces the checkpoint (the gpu smoke test's tiny random CLIP).
 
 d = 128 as in PreFLMR. As in PreFLMR, documents are indexed by their text and queries by text and
 image tokens; PreFLMR maps vision features with a small transformer, RCTS Eq. 2 (and this file)
@@ -293,8 +292,7 @@ class ClipEncoders(LateInteractionAPI):
 
     @classmethod
     def from_pretrained(cls, checkpoint: str = GPU_ENCODER, device: str | None = None, dtype=None):
-        """Load ``checkpoint`` (hub id or local folder) lazily; needs the hub unless local (a local
-        folder is read with ``local_files_only``)."""
+        """Load ``checkpoint`` (hub id, or a local folder read with ``local_files_only``) lazily."""
         from transformers import AutoTokenizer, CLIPModel
 
         from kbvqa.models.loading import local_only, quiet_progress, resolve_device, resolve_dtype
