@@ -1,7 +1,8 @@
 import pytest
 
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS
-from kbvqa.models.gpu_budget import PARAMS_B, budget_table, fits, memory_gib
+from kbvqa.models.gpu_budget import CHAPTER_ROLES, PARAMS_B, budget_table, chapter_budget, fits, memory_gib
+from kbvqa.models.gpu_budget import OVER_BUDGET as OVER_BUDGET_LIST
 
 
 def test_memory_follows_the_accounting():
@@ -33,28 +34,7 @@ def test_table_and_bad_arguments():
         budget_table(16, ["nobody/model"])
 
 
-# What each chapter holds on the GPU in the gpu profile, read off its cells: the roles it loads
-# (load_vlm), the roles it trains in place, and the roles it trains as a deep copy.
-CHAPTERS = {
-    "01_models": ({"reader"}, (), ()),
-    "10_rcts_reasoning_contexts": ({"reasoner"}, (), ()),
-    "13_rcts_mcts_hr": ({"generator"}, (), ()),
-    "14_rcts_experiments": ({"generator"}, (), ()),
-    "16_serts_tree_search": ({"generator"}, (), ()),
-    "18_serts_ppo": ({"generator"}, ("generator", "generator"), ()),        # proposer and evaluator copies
-    "21_reag_critic": ({"critic", "generator"}, ("critic",), ()),            # train_critic deep-copies
-    "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
-    "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
-    "25_molt_candidates": ({"judge"}, (), ()),
-    "26_molt_ladder": ({"judge"}, (), ()),
-    "27_molt_training": ({"judge"}, (), ("judge",)),
-    "28_molt_weak_to_strong": ({"judge"}, (), ()),
-    "30_end_to_end": ({"generator"}, (), ()),
-}
-OVER_BUDGET = {   # known gpu-profile defects (issue #19): each trains a deep copy beside its base
-    "18_serts_ppo": "two LoRA copies of the 2B generator beside it (~17 GiB)",
-    "21_reag_critic": "a LoRA copy of the 3.75B critic beside it and the 2B generator (~24 GiB)",
-}
+CHAPTERS, OVER_BUDGET = CHAPTER_ROLES, OVER_BUDGET_LIST
 
 
 def test_the_chapter_table_matches_the_notebooks():
@@ -92,3 +72,12 @@ def test_over_budget_list_is_still_true():
         assert chapter_memory_gib({r: GPU_CHECKPOINTS[r] for r in roles}, copies, in_place) > 0.9 * 16
     with pytest.raises(ValueError, match="not among the loaded"):
         chapter_memory_gib({"judge": GPU_CHECKPOINTS["judge"]}, ("critic",))
+
+
+def test_chapter_budget_lists_downloads_and_memory():
+    b = chapter_budget("21_reag_critic")
+    assert b["checkpoints"] == ["Qwen/Qwen2-VL-2B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct"]
+    assert b["download_gb"] == round((2.21 + 3.75) * 2, 1) and b["over_budget"]
+    assert b["peak_gib"] > 0.9 * 16
+    assert chapter_budget("00_toy_world") == {"checkpoints": [], "download_gb": 0.0, "peak_gib": 0.0,
+                                              "over_budget": ""}

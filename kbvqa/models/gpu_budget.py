@@ -11,6 +11,10 @@ estimates it with the usual accounting, and says so wherever it is shown:
 - **full fine-tuning** with AdamW in mixed precision: 16 bytes per parameter (bf16 weights and
   grads, fp32 master copy and two Adam moments), times the same ``overhead``.
 
+``CHAPTER_ROLES`` records what each chapter holds on the GPU (read off its cells; a test checks it
+against the notebooks), ``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, and
+``chapter_budget()`` the per-chapter download and memory estimates the README lists.
+
 Parameter counts are the hub model cards' (billions). Leaves out: activation memory as a function
 of image resolution and batch size (measure it with ``torch.cuda.max_memory_allocated`` on a GPU).
 """
@@ -95,3 +99,41 @@ def chapter_memory_gib(loaded: dict, trained_copies=(), trained_in_place=()) -> 
     total = sum(training(c) if role in trained_in_place else memory_gib(PARAMS_B[c], "bf16")
                 for role, c in loaded.items())
     return total + sum(training(loaded[role]) for role in trained_copies)
+
+
+# What each chapter holds on the GPU in the gpu profile, read off its cells: the roles it loads
+# (load_vlm), the roles it trains as a deep copy, and the roles it trains in place.
+CHAPTER_ROLES = {
+    "01_models": ({"reader"}, (), ()),
+    "10_rcts_reasoning_contexts": ({"reasoner"}, (), ()),
+    "13_rcts_mcts_hr": ({"generator"}, (), ()),
+    "14_rcts_experiments": ({"generator"}, (), ()),
+    "16_serts_tree_search": ({"generator"}, (), ()),
+    "18_serts_ppo": ({"generator"}, ("generator", "generator"), ()),        # proposer and evaluator copies
+    "21_reag_critic": ({"critic", "generator"}, ("critic",), ()),            # train_critic deep-copies
+    "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
+    "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
+    "25_molt_candidates": ({"judge"}, (), ()),
+    "26_molt_ladder": ({"judge"}, (), ()),
+    "27_molt_training": ({"judge"}, (), ("judge",)),
+    "28_molt_weak_to_strong": ({"judge"}, (), ()),
+    "30_end_to_end": ({"generator"}, (), ()),
+}
+OVER_BUDGET = {   # known gpu-profile defects (issue #19): each trains a deep copy beside its base
+    "18_serts_ppo": "two LoRA copies of the 2B generator beside it (~17 GiB)",
+    "21_reag_critic": "a LoRA copy of the 3.75B critic beside it and the 2B generator (~24 GiB)",
+}
+
+
+def chapter_budget(chapter: str) -> dict:
+    """A chapter's gpu-profile estimate: the checkpoints it loads, their download (bf16 weights,
+    GB) and its peak memory (GiB, ``chapter_memory_gib``); a chapter that loads no VLM: zeros."""
+    from kbvqa.models.checkpoints import GPU_CHECKPOINTS
+
+    roles, copies, in_place = CHAPTER_ROLES.get(chapter, (set(), (), ()))
+    loaded = {r: GPU_CHECKPOINTS[r] for r in sorted(roles)}
+    checkpoints = sorted(set(loaded.values()))
+    return {"checkpoints": checkpoints,
+            "download_gb": round(sum(PARAMS_B[c] * 2 for c in checkpoints), 1),
+            "peak_gib": round(chapter_memory_gib(loaded, copies, in_place), 1) if loaded else 0.0,
+            "over_budget": OVER_BUDGET.get(chapter, "")}

@@ -1,0 +1,34 @@
+"""The README's per-chapter table is what ``tools.chapter_times`` makes of the committed records."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tools import chapter_times
+
+
+def test_readme_table_is_generated_from_the_records():
+    readme = chapter_times.README.read_text()
+    assert chapter_times.readme_block() in readme, "run: python -m tools.chapter_times --readme"
+
+
+def test_table_rows_and_the_smoke_column(tmp_path):
+    record = {"chapters": [{"name": "00_toy_world", "seconds": 12.4, "passed": True},
+                           {"name": "21_reag_critic", "seconds": 40.0, "passed": False}],
+              "provenance": {"cpus": 2, "date": "2026-11-25T07:00:00+00:00", "commit": "abcdef0123"}}
+    table = chapter_times.readme_table(record)
+    assert "| 00 toy world | 12 | — | — | — | — |" in table
+    assert "| 21 reag critic | failed | Qwen2-VL-2B-Instruct, Qwen2.5-VL-3B-Instruct | 11.9 |" in table
+    assert "(over 16 GB)" in table and "not measured" in table
+    smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2}]}
+    assert "| 00 toy world | 12 | — | — | — | 30 |" in chapter_times.readme_table(record, smoke)
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n")
+    rec = tmp_path / "r.json"
+    rec.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="no <!-- chapters:start -->"):
+        chapter_times.update_readme(readme, rec, tmp_path / "none.json")
+    readme.write_text(f"a\n{chapter_times.START}\nold\n{chapter_times.END}\nb\n")
+    chapter_times.update_readme(readme, rec, tmp_path / "none.json")
+    assert readme.read_text().startswith("a\n<!-- chapters:start -->\nMeasured") and readme.read_text().endswith("\nb\n")

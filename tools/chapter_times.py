@@ -1,0 +1,109 @@
+"""Per-chapter times and sizes for the README: measured on the CPU, estimated for one GPU.
+
+``python -m tools.chapter_times --measure`` executes every chapter of the book in the cpu profile
+(a fresh kernel each, as the book build does; ``tools.nb_execute``) and writes
+``data/benchmarks/chapters.json``: per chapter its wall time and whether it ran, with provenance
+(commit, date, machine, load average before and after, so a busy machine shows). ``--readme``
+rewrites the README's table between ``<!-- chapters:start -->`` and ``<!-- chapters:end -->`` from
+that record and from the gpu profile's estimates (``kbvqa.models.gpu_budget.chapter_budget``: the
+checkpoints a chapter loads, their bf16 download and the chapter's peak memory), and from
+``data/benchmarks/gpu_smoke.json`` when a GPU smoke run exists. A test holds the README's table
+equal to what ``readme_table`` makes of the committed records.
+
+Leaves out: executing notebooks (``nb_execute``), the gpu smoke run (``gpu_smoke``), speed
+benchmarks (``benchmarks/``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "data" / "benchmarks" / "chapters.json"
+SMOKE = ROOT / "data" / "benchmarks" / "gpu_smoke.json"
+README = ROOT / "README.md"
+START, END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+
+
+def measure(notebooks=None) -> dict:
+    """Execute ``notebooks`` (default: the book's, in order) in the cpu profile; the record."""
+    import torch
+
+    from tools.nb_execute import book_environment, book_notebooks, execute_notebook
+
+    load_before = os.getloadavg()
+    chapters = []
+    with book_environment({"KBVQA_PROFILE": "cpu"}):
+        for path in notebooks or book_notebooks():
+            run = execute_notebook(Path(path))
+            chapters.append({"name": Path(path).stem, "seconds": round(run.seconds, 1), "passed": not run.error})
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return {"chapters": chapters, "provenance": {
+        "commit": commit or "unknown", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "torch": torch.__version__, "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()]}}
+
+
+def _title(name: str) -> str:
+    return name.split("_", 1)[0] + " " + name.split("_", 1)[1].replace("_", " ")
+
+
+def readme_table(record: dict, smoke: dict | None = None) -> str:
+    """The README's markdown table (see the module docstring); ``smoke``: a gpu_smoke.json record."""
+    from kbvqa.models.gpu_budget import chapter_budget
+
+    prov = record["provenance"]
+    on_gpu = {c["name"]: c for c in (smoke or {}).get("chapters", [])}
+    gpu_head = (f"GPU smoke run, s ({smoke['device']}, random tiny models)" if smoke else
+                "on a T4 (not measured: no GPU was lent)")
+    lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
+             "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
+             "in bf16, datasets not counted).", "",
+             f"| chapter | CPU, s | gpu-profile checkpoints | download, GB | peak GPU memory, GiB | {gpu_head} |",
+             "|---|---|---|---|---|---|"]
+    for c in record["chapters"]:
+        b = chapter_budget(c["name"])
+        names = ", ".join(x.split("/")[1] for x in b["checkpoints"]) or "—"
+        peak = f"{b['peak_gib']:.1f}" + (" (over 16 GB)" if b["over_budget"] else "") if b["checkpoints"] else "—"
+        smoke_cell = f"{on_gpu[c['name']]['seconds']:.0f}" if c["name"] in on_gpu else "—"
+        cpu = f"{c['seconds']:.0f}" if c["passed"] else "failed"
+        lines.append(f"| {_title(c['name'])} | {cpu} | {names} | {b['download_gb'] or '—'} | {peak} | {smoke_cell} |")
+    return "\n".join(lines)
+
+
+def readme_block(record_path: Path = RECORD, smoke_path: Path = SMOKE) -> str:
+    record = json.loads(Path(record_path).read_text())
+    smoke = json.loads(Path(smoke_path).read_text()) if Path(smoke_path).exists() else None
+    return f"{START}\n{readme_table(record, smoke)}\n{END}"
+
+
+def update_readme(readme: Path = README, record_path: Path = RECORD, smoke_path: Path = SMOKE) -> None:
+    """Replace the README's block between the markers (``ValueError`` when they are missing)."""
+    text = Path(readme).read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{readme} has no {START} ... {END} block")
+    head, rest = text.split(START, 1)
+    Path(readme).write_text(head + readme_block(record_path, smoke_path) + rest.split(END, 1)[1])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--measure", action="store_true", help="execute every chapter, write the record")
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's table from the records")
+    args = parser.parse_args(argv)
+    if args.measure:
+        record = measure()
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        print(json.dumps(record["chapters"]))
+    if args.readme:
+        update_readme()
+
+
+if __name__ == "__main__":
+    main()
