@@ -12,7 +12,8 @@ rank. Ranks, lowest first (``RANKS``: module or package prefix -> rank; the long
    functions passed in, PPO), ``metrics`` (official scorers, the answer judge, AUC, intervals).
 5. the cpu profile's checkpoints: ``reader``, the tiny model (``models.tiny``, ``models.tiny_recipe``,
    ``models.model_card``) and ``load_vlm`` by role (``models.checkpoints``, re-exported by
-   ``kbvqa.models``): they train and evaluate with everything below.
+   ``kbvqa.models``, with ``models.gpu_budget``, the gpu profile's memory plan over those roles):
+   they train and evaluate with everything below.
 6. the paper packages ``rcts``, ``serts``, ``reag``, ``molt``: each paper's method, rewards, numbers
    and results loaders, on the shared layers.
 7. ``pipeline``: one KB-VQA pipeline from the four papers' parts.
@@ -32,7 +33,7 @@ RANKS = {
     "kbvqa.models": 3,
     "kbvqa.retrieval": 4, "kbvqa.search": 4, "kbvqa.rl": 4, "kbvqa.metrics": 4,
     "kbvqa.reader": 5, "kbvqa.models.tiny": 5, "kbvqa.models.tiny_recipe": 5, "kbvqa.models.model_card": 5,
-    "kbvqa.models.checkpoints": 5,
+    "kbvqa.models.checkpoints": 5, "kbvqa.models.gpu_budget": 5,
     "kbvqa.rcts": 6, "kbvqa.serts": 6, "kbvqa.reag": 6, "kbvqa.molt": 6,
     "kbvqa.pipeline": 7,
     "kbvqa.experiments": 8,
