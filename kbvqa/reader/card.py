@@ -21,14 +21,34 @@ Leaves out: training (``train.py``), the tiny model's older card (``kbvqa.models
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import datetime
+import json
+import platform
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import torch
 
+from kbvqa.data import TOYWORLD_VERSION, get_world
+from kbvqa.experiments.runs import git_commit
+from kbvqa.metrics import toy_kbvqa_correct
+from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
+from kbvqa.metrics.ranking import roc_auc
+from kbvqa.models.pretrain_mc_lit import bm25_search
+from kbvqa.models.pretrain_mix import eval_examples
+from kbvqa.models.scoring import teacher_forced_accuracy
+from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think_answer, parse_winner
+from kbvqa.prompts.formats import view_ref
 from kbvqa.reader.diagnose import card_views, naming_attributes
+from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
+from kbvqa.reader.tasks import mix_config, naming_example, to_pixels
+from kbvqa.retrieval.subject import box_iou
 
 
 def vision_entity_acc(trainer, n: int = 200) -> float:
-    from kbvqa.reader.tasks import to_pixels
 
     views = card_views(trainer.world, n)
     size = trainer.config.image_size
@@ -40,8 +60,6 @@ def vision_entity_acc(trainer, n: int = 200) -> float:
 
 
 def naming_acc(vlm, world, n: int, image_size: int) -> float:
-    from kbvqa.prompts.formats import view_ref
-    from kbvqa.reader.tasks import naming_example
 
     views = card_views(world, n)
     prompts = [naming_example(view_ref(world, v, image_size), e).prompt for v, e in views]
@@ -50,9 +68,6 @@ def naming_acc(vlm, world, n: int, image_size: int) -> float:
 
 
 def quick_checks(trainer, n: int = 32) -> dict:
-    from kbvqa.models.pretrain_mix import eval_examples
-    from kbvqa.models.scoring import teacher_forced_accuracy
-    from kbvqa.reader.tasks import mix_config
 
     stage = trainer.state["stage"]
     if stage == "vision":
@@ -88,17 +103,12 @@ NAMING_ROWS = ("naming_name_acc", "naming_family_acc", "naming_colour_acc", "nam
 def kbvqa_official_correct(prediction: str | None, meta: dict) -> bool:
     """A toy KB-VQA answer scored by the official scorers (``kbvqa.metrics.toy_kbvqa_correct``:
     InfoSeek's pointwise score for string / time / numerical, E-VQA's multi-answer IoU >= 0.5)."""
-    from kbvqa.metrics import toy_kbvqa_correct
-
     return toy_kbvqa_correct(prediction, meta["answers"], meta["answer_type"], meta.get("answer_range"))
 
 
 def card_sets(world, n: int, image_size: int) -> dict:
     """The card's evaluation sets on the TEST split (first ``n`` queries of each). The 10-passage
     row's 9 distractors are the look-alikes' passages of the same section, then random ones."""
-    from kbvqa.models.pretrain_mix import eval_examples
-    from kbvqa.reader.tasks import mix_config
-
     cfg = mix_config(image_size, 0)
     sets = card_sets_kbvqa(world, n, image_size)
     sets.update({t: eval_examples(world, t, n=n, config=cfg) for t in
@@ -125,9 +135,6 @@ def ladder_valid(text: str, schedule) -> bool:
 
 def serts_recall(world, examples, outputs, k: int = 5) -> tuple[float, float]:
     """Mean BM25 recall@k of the reader's parsed query and of the question itself."""
-    from kbvqa.models.pretrain_mc_lit import bm25_search
-    from kbvqa.parsers import parse_query
-
     def recall(query, gold):
         return len(set(bm25_search(world, query, k)) & set(gold)) / len(gold) if query else 0.0
 
@@ -142,10 +149,7 @@ def serts_recall(world, examples, outputs, k: int = 5) -> tuple[float, float]:
 
 def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16) -> dict:
     """Every card row on the first ``n`` test queries of each set; answers generated greedily."""
-    from kbvqa.metrics.ranking import roc_auc
     from kbvqa.molt.rewards import result_reward
-    from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
-    from kbvqa.retrieval.subject import box_iou
 
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -206,8 +210,6 @@ def _meets(value: float, op: str, target: float) -> bool:
 
 def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) -> dict:
     """The three KB-VQA rows on the first ``n`` test queries, per query: ``{task: [bool, ...]}``."""
-    from kbvqa.parsers import parse_think_answer
-
     sets = card_sets_kbvqa(world, n, image_size)
     out = {}
     for task, examples in sets.items():
@@ -221,8 +223,6 @@ def live_agreement(vlm, world, evaluation: dict, n: int, image_size: int = 112, 
     """The card's KB-VQA rows rerun live on the first ``n`` test queries (``live_kbvqa``), per row:
     the card's accuracy, the live one with its Wilson interval, whether the card's lies inside it
     (``check_agreement``) and the share of queries whose result repeats the card's record."""
-    from kbvqa.metrics.intervals import check_agreement, same_answers
-
     rows = {}
     for task, right in live_kbvqa(vlm, world, n, image_size, batch_size).items():
         agree = check_agreement(right, evaluation[f"{task}_acc"])
@@ -238,10 +238,7 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
     """The card's three KB-VQA sets alone (see ``card_sets``) in prompt ``style``: "reag" (think,
     then answer; the card's rows) or "evqa" (the answer alone; the ``*_direct`` rows). The
     no-passage prompt is ReAG's in both (its j = 0 prompt)."""
-    import dataclasses
 
-    from kbvqa.models.pretrain_mix import eval_examples
-    from kbvqa.reader.tasks import mix_config
 
     cfg = mix_config(image_size, 0)
     ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))
@@ -252,9 +249,7 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
 def card_table(evaluation: dict, before: dict | None = None):
     """The card as a table: value (a Wilson 95 % interval for the accuracies), target, met; with
     ``before`` (the 1.45M from-scratch model's card) beside it."""
-    import pandas as pd
 
-    from kbvqa.metrics.intervals import wilson_interval
 
     n = evaluation["n_queries"]
     rows = {}
@@ -281,14 +276,7 @@ def card_table(evaluation: dict, before: dict | None = None):
 def write_card(path, evaluation: dict, world=None) -> dict:
     """``card.json`` beside a shipped reader: the evaluation plus provenance (commit, seeds,
     toy-world version, steps and wall time per stage, machine, the reader's fingerprint)."""
-    import datetime
-    import json
-    import platform
-    from pathlib import Path
 
-    from kbvqa.data import TOYWORLD_VERSION
-    from kbvqa.experiments.runs import git_commit
-    from kbvqa.reader.ship import reader_fingerprint
 
     path = Path(path)
     state = json.loads((path / "curves.json").read_text())
@@ -313,11 +301,7 @@ def write_card(path, evaluation: dict, world=None) -> dict:
 
 def main(argv=None) -> None:
     """``python -m kbvqa.reader.card [DIR] [--n 200]``: evaluate a shipped reader, write DIR/card.json."""
-    import argparse
-    import json
 
-    from kbvqa.data import get_world
-    from kbvqa.reader.ship import READER_DIR, load_reader
 
     parser = argparse.ArgumentParser(description="Evaluate the shipped reader and write its card.json")
     parser.add_argument("directory", nargs="?", default=str(READER_DIR))
