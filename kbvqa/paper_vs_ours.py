@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
+from kbvqa.metrics.intervals import paired_bootstrap
+from kbvqa.rcts.results import read_runs
+from kbvqa.reag.results import RUNG_BY_NAME
 
 __all__ = ["PAPER_FLAT", "PARTS", "Effect", "all_effects", "direction", "effect_rows",
            "molt_effects", "rcts_effects", "reag_effects", "serts_effects", "verdict", "verdict_counts"]
@@ -94,9 +97,7 @@ _RCTS_WHY = ("the tiny model answers every multiple-choice question with the sam
 
 def rcts_effects(out: Path | None = None) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
-    from kbvqa.metrics.intervals import paired_bootstrap
     from kbvqa.rcts.paper import PAPER_TAB2, PAPER_TAB4, PAPER_TAB5
-    from kbvqa.rcts.results import read_runs
 
     out = Path(out or DATA_DIR / "experiments" / "rcts")
     _load(out / "results.json")
@@ -142,7 +143,6 @@ _REAG_WHY = {
 def reag_effects(out: Path | None = None) -> list[Effect]:
     """ReAG Tab. 4 (InfoSeek all, Qwen2.5-VL-3B), one effect per rung against the previous one
     (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic."""
-    from kbvqa.reag.results import RUNG_BY_NAME
 
     results = _load(Path(out or DATA_DIR / "experiments" / "reag") / "results.json")
     rows = results["rows"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbvqa.config import is_ci
+from kbvqa.config import get_profile, is_ci
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -59,7 +59,6 @@ def network_allowed(offline: bool | None = None) -> bool:
     if is_ci():
         return False
     try:
-        from kbvqa.config import get_profile
 
         return get_profile().is_gpu
     except ValueError:  # KBVQA_PROFILE=gpu without CUDA: stay offline rather than crash here

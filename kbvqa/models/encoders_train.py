@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from kbvqa.config import seed_everything
+from kbvqa.data import TOYWORLD_VERSION, ToyWorldConfig, get_world, open_image
 from kbvqa.experiments.runs import git_commit
 from kbvqa.models.encoders import ENCODERS_DIR, EncoderConfig, ToyEncoders, document_text
 from kbvqa.models.vision_encoder import VisionConfig, crop_box, cutout, paste_augment, uint8_to_tensor
@@ -67,7 +68,6 @@ class TrainConfig:
 
 
 def world_for(cfg: TrainConfig):
-    from kbvqa.data import ToyWorldConfig, get_world
 
     return get_world(cfg.world_seed, ToyWorldConfig.small() if cfg.small_world else None)
 
@@ -253,7 +253,6 @@ def _rank_metrics(scores: torch.Tensor, relevant: torch.Tensor, name: str = "R")
 def evaluate_documents(enc, world, max_views: int | None = None) -> dict:
     """kbvqa_test view -> its entity's document among every KB document, per test kind. family@5:
     share of the top 5 from the entity's look-alike family (5 members: 1.0 at best, 0.05 by chance)."""
-    from kbvqa.data import open_image
 
     views = {}
     for q in world.kbvqa_test:
@@ -290,7 +289,6 @@ def evaluate_examples(enc, world, max_queries: int | None = None, max_kb: int | 
     """mc_test query -> mc_kb examples by text, image and hybrid [E_T; E_I] MaxSim (+ pooled hybrid).
     Relevant: ``useful`` = same hidden rule and key value (its answer is the query's answer);
     ``entity`` = same entity."""
-    from kbvqa.data import open_image
 
     qs, kb = world.mc_test[:max_queries], world.mc_kb[:max_kb]
     q_im, k_im = [open_image(q.image) for q in qs], [open_image(k.image) for k in kb]
@@ -310,7 +308,6 @@ def evaluate_examples(enc, world, max_queries: int | None = None, max_kb: int | 
 
 # --- command line ---------------------------------------------------------------------------------
 def main(argv=None) -> dict:
-    from kbvqa.data import TOYWORLD_VERSION
 
     ap = argparse.ArgumentParser(description="Train, evaluate and save the cpu-profile retrieval encoders.")
     ap.add_argument("--steps", type=int, default=TrainConfig.steps)

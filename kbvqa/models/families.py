@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from kbvqa.models.processors import build_processor
 from kbvqa.models.tokenizer import build_tokenizer, canonical_family, special_token_id, special_tokens
+from kbvqa.models.vlm import VLM
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics3")
 __all__ = ["FAMILIES", "TinySpec", "build_tiny_vlm", "build_tokenizer", "model_class", "tiny_config"]
@@ -168,8 +170,6 @@ def build_tiny_vlm(family: str, texts=None, seed: int = 0, vocab_size: int = 400
     """
     import torch
 
-    from kbvqa.models.processors import build_processor
-    from kbvqa.models.vlm import VLM
 
     family = canonical_family(family)
     if "vocab_size" in overrides:

@@ -28,6 +28,7 @@ import contextlib
 import torch
 
 from kbvqa.models.chat import normalise_prompts
+from kbvqa.models.outputs import Generations
 
 
 def _check(n, max_new_tokens, temperature, top_p, top_k, repetition_penalty, batch_size, seed):
@@ -156,7 +157,6 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
     """See ``VLM.generate``. Returns texts[prompt][sample], or ``Generations`` if ``details``."""
     from transformers import GenerationConfig
 
-    from kbvqa.models.outputs import Generations
 
     _check(n, max_new_tokens, temperature, top_p, top_k, repetition_penalty, batch_size, seed)
     stops = [stop] if isinstance(stop, str) else list(stop or [])

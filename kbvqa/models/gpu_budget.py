@@ -20,6 +20,8 @@ of image resolution and batch size (measure it with ``torch.cuda.max_memory_allo
 """
 from __future__ import annotations
 
+from kbvqa.models.checkpoints import GPU_CHECKPOINTS
+
 GIB = 1024 ** 3
 
 # Parameters (billions) from each checkpoint's hub model card.
@@ -128,7 +130,6 @@ OVER_BUDGET = {   # known gpu-profile defects (issue #19): each trains a deep co
 def chapter_budget(chapter: str) -> dict:
     """A chapter's gpu-profile estimate: the checkpoints it loads, their download (bf16 weights,
     GB) and its peak memory (GiB, ``chapter_memory_gib``); a chapter that loads no VLM: zeros."""
-    from kbvqa.models.checkpoints import GPU_CHECKPOINTS
 
     roles, copies, in_place = CHAPTER_ROLES.get(chapter, (set(), (), ()))
     loaded = {r: GPU_CHECKPOINTS[r] for r in sorted(roles)}

@@ -39,6 +39,8 @@ from typing import Any
 
 import torch
 
+from kbvqa.models.processors import family_of, load_processor
+
 BACKENDS = {  # quant_method -> (modules that must import, what to install)
     "bitsandbytes": (("bitsandbytes",), "pip install 'bitsandbytes>=0.45'  (or: pip install 'kbvqa[gpu]')"),
     "awq": (("gptqmodel",), "pip install gptqmodel  (transformers 5.23 loads AWQ checkpoints through it)"),
@@ -137,7 +139,6 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
     ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``)."""
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-    from kbvqa.models.processors import family_of, load_processor
 
     path = str(path_or_id)
     adapter = Path(path) / "adapter_config.json"
@@ -177,7 +178,6 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
 def _load_adapter(path, adapter_config, device, dtype, load_in_4bit, **kwargs):
     from peft import PeftModel
 
-    from kbvqa.models.processors import load_processor
 
     base = adapter_config.get("base_model_name_or_path")
     if not base:

@@ -40,10 +40,14 @@ from pathlib import Path
 
 import torch
 
+from kbvqa.data import TOYWORLD_VERSION, get_world
 from kbvqa.experiments.runs import git_commit
 from kbvqa.metrics.ranking import roc_auc
 from kbvqa.metrics.toy_kbvqa import toy_kbvqa_correct
+from kbvqa.models.pretrain_mix import PretrainMixConfig, eval_examples
+from kbvqa.models.tiny import load_tiny_vlm
 from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
+from kbvqa.prompts.formats import kbvqa_prompt
 from kbvqa.retrieval.subject import box_iou
 
 REFUSAL = re.compile(r"don'?t know|unknown|cannot|can't", re.IGNORECASE)
@@ -83,8 +87,6 @@ def _gold_logprob(vlm, examples, batch_size: int) -> float:
 
 def _no_passage_prompt(world, example):
     """The same E-VQA-style prompt as ``example`` with no retrieved section ("None")."""
-    from kbvqa.models.pretrain_mix import PretrainMixConfig
-    from kbvqa.prompts.formats import kbvqa_prompt
 
     query = next(q for q in world.kbvqa_test if q.id == example.meta["query_ids"][0])
     return kbvqa_prompt(world, query, [], "evqa", PretrainMixConfig())
@@ -105,7 +107,6 @@ def kbvqa_rows(vlm, sets: dict, max_new_tokens: int = 32, batch_size: int = 16) 
 
 def evaluate_card(vlm, world, n: int = 200, batch_size: int = 16, max_new_tokens: int = 32) -> dict:
     """Every model-card metric on the first ``n`` test queries of each set (see the docstring)."""
-    from kbvqa.models.pretrain_mix import eval_examples
 
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -156,7 +157,6 @@ def _finite(value):
 
 def write_card(vlm_dir, evaluation: dict, curves: dict | None = None, world=None, extra: dict | None = None) -> Path:
     """Write ``card.json`` next to the checkpoint in ``vlm_dir``; returns its path."""
-    from kbvqa.data import TOYWORLD_VERSION
 
     vlm_dir = Path(vlm_dir)
     curves = curves if curves is not None else json.loads((vlm_dir / "curves.json").read_text())
@@ -189,8 +189,6 @@ def main(argv=None) -> None:
     toy world's test split and write DIR/card.json."""
     import argparse
 
-    from kbvqa.data import get_world
-    from kbvqa.models.tiny import load_tiny_vlm
 
     parser = argparse.ArgumentParser(description="Evaluate a tiny checkpoint and write its card.json")
     parser.add_argument("directory")

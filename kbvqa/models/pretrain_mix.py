@@ -50,6 +50,7 @@ import numpy as np
 from kbvqa.models import pretrain_mc_lit as mc_lit
 from kbvqa.models.pretrain_counterfactual import kbvqa_counterfactual
 from kbvqa.prompts import formats as tasks
+from kbvqa.prompts import list_prompts, load_prompt
 from kbvqa.prompts.formats import Example
 
 TASKS = {
@@ -149,7 +150,6 @@ def pretrain_corpus_texts(world, samples_per_task: int = 20) -> list[str]:
     """Texts to train the tiny model's word-level tokenizer on (no test answers among them); every
     word in both its forms. About 4,800 distinct pieces for the default world: build the tokenizer
     with ``vocab_size=5000`` to keep them all (``token_length_report`` shows the unknown rate)."""
-    from kbvqa.prompts import list_prompts, load_prompt
 
     texts = [t for d in world.documents for t in [d.title, d.summary] + [p.text for p in d.passages]]
     for q in world.kbvqa_train + world.mc_train:

@@ -39,7 +39,19 @@ from pathlib import Path
 
 import torch
 
-from kbvqa.config import DATA_DIR
+from kbvqa.config import DATA_DIR, seed_everything
+from kbvqa.data import get_world
+from kbvqa.models.families import build_tiny_vlm
+from kbvqa.models.pretrain_mix import (
+    PretrainMixConfig,
+    eval_examples,
+    example_length,
+    iter_pretrain_examples,
+    pretrain_batch,
+    pretrain_corpus_texts,
+)
+from kbvqa.models.scoring import teacher_forced_accuracy
+from kbvqa.models.vlm import VLM
 
 DEFAULT_OUT = DATA_DIR / "tiny_vlm"
 OPTIMIZER_DIR = DATA_DIR / "cache" / "tiny_vlm_optimizer"   # git-ignored
@@ -126,7 +138,6 @@ class TinyTrainConfig:
 
     def mix_config(self, step: int = 0):
         """The ``PretrainMixConfig`` of step ``step``: ``mix``, or the last phase started by then."""
-        from kbvqa.models.pretrain_mix import PretrainMixConfig
 
         mix = ([self.mix] + [m for start, m in sorted(self.phases, key=lambda p: p[0]) if start <= step])[-1]
         mix = {k: v for k, v in mix.items() if k != "prompt_loss_weight"}
@@ -168,7 +179,6 @@ class BatchStream:
     def _build_pool(self, index: int) -> list[list]:
         from itertools import islice
 
-        from kbvqa.models.pretrain_mix import example_length, iter_pretrain_examples
 
         c = self.config
         size = c.pool_batches * c.batch_size
@@ -191,7 +201,6 @@ def train_loss(vlm, examples, prompt_loss_weight: float = 0.0, loss_norm: str = 
 
     The decoder runs once; the output layer and softmax only on positions whose next token has a
     positive weight (padding, image placeholders and zero-weight prompt tokens are skipped)."""
-    from kbvqa.models.pretrain_mix import pretrain_batch
 
     batch = pretrain_batch(vlm, examples)
     labels = batch.pop("labels")
@@ -244,12 +253,6 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     budget) when the optimiser state is in ``state_dir`` (default ``data/cache/tiny_vlm_optimizer``)."""
     from tqdm import tqdm
 
-    from kbvqa.config import seed_everything
-    from kbvqa.data import get_world
-    from kbvqa.models.families import build_tiny_vlm
-    from kbvqa.models.pretrain_mix import eval_examples, pretrain_corpus_texts
-    from kbvqa.models.scoring import teacher_forced_accuracy
-    from kbvqa.models.vlm import VLM
 
     config = config or TinyTrainConfig()
     torch.set_num_threads(config.threads)
@@ -329,7 +332,6 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
 
 def load_tiny_vlm(path=DEFAULT_OUT):
     """The pretrained tiny VLM saved in ``path`` (model + processor), in eval mode."""
-    from kbvqa.models.vlm import VLM
 
     if not (Path(path) / "config.json").exists():
         raise ValueError(f"no tiny VLM checkpoint in {path}; train one with python -m kbvqa.models.tiny_recipe")

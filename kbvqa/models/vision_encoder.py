@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from kbvqa.data.schema import open_image
+
 PIXEL_MEAN = (0.5, 0.5, 0.5)    # simple standardisation; the toy world's pictures are bright
 PIXEL_STD = (0.25, 0.25, 0.25)
 
@@ -84,7 +86,6 @@ def images_to_tensor(images: Sequence, size: int) -> torch.Tensor:
     """PIL images (or anything ``open_image`` reads) -> standardised float tensor [B, 3, size, size]."""
     from PIL import Image
 
-    from kbvqa.data.schema import open_image
 
     arrays = []
     for ref in images:
@@ -111,7 +112,6 @@ def cutout(image):
     (pixels that differ from the median colour of the picture's border)."""
     from PIL import Image
 
-    from kbvqa.data.schema import open_image
 
     arr = np.asarray(open_image(image), dtype=np.int16)
     border = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
@@ -161,7 +161,6 @@ def crop_box(image, box, margin: float = 0.15, size: int | None = None):
     squared, clipped to the picture and resized to ``size`` (default: the picture's side)."""
     from PIL import Image
 
-    from kbvqa.data.schema import open_image
 
     im = open_image(image)
     x0, y0, x1, y1 = box

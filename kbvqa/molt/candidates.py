@@ -41,9 +41,11 @@ from typing import Any
 
 from kbvqa.config import PROFILE_DEFAULT, profile_value, resolve_profile_fields
 from kbvqa.data.schema import open_image
+from kbvqa.models.encoders import get_encoders
 from kbvqa.molt.ladder import Candidate, random_ids
 from kbvqa.parsers import parse_box, parse_candidate_number
 from kbvqa.prompts import render_chat
+from kbvqa.prompts.formats import view_ref
 from kbvqa.retrieval.late_interaction import maxsim
 from kbvqa.retrieval.multilevel import DocumentIndex
 from kbvqa.retrieval.subject import expand_box
@@ -246,7 +248,6 @@ def stage_recall(queries: Sequence, sets: Sequence[CandidateSet]) -> dict[str, f
 def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT):
     """The document image the candidates carry: the page's main picture at ``size`` px (default: the
     profile's, 56 px for the tiny model on the cpu, native on the gpu)."""
-    from kbvqa.prompts.formats import view_ref
 
     size = profile_value("image_size", size)
     return lambda d: view_ref(world, d.meta["image_id"], size)
@@ -254,7 +255,6 @@ def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT):
 
 def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
     """``CandidatePipeline`` over the toy knowledge base; ``n`` defaults to ``k`` (a full fused list)."""
-    from kbvqa.models.encoders import get_encoders
 
     return CandidatePipeline(world.documents, encoders or get_encoders("cpu"), CandidateConfig(k=k, n=n or k),
                              doc_image=doc_image_of(world))

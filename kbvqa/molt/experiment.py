@@ -31,7 +31,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from kbvqa.molt.ladder import ladder_schedule, listing_order
+from kbvqa.data import get_world
+from kbvqa.molt.grpo import MOLTTask
+from kbvqa.molt.ladder import ladder_schedule, listing_order, one_shot_prompt, student_prompt
+from kbvqa.molt.rewards import molt_reward
+from kbvqa.molt.sft import SFTDataConfig, sft_candidates, teacher_transcript
+from kbvqa.parsers import parse_candidate_number
+from kbvqa.prompts.formats import view_ref
 
 __all__ = ["ERRORS", "EvalItem", "MOLTExperimentConfig", "eval_sets", "evaluate_one_pass", "evaluate_one_shot",
            "grpo_tasks", "noisy_comparator", "scripted_records"]
@@ -75,7 +81,6 @@ class EvalItem:
 def eval_sets(world, queries, gap: float = 1.0, seed: int = 0) -> list[EvalItem]:
     """One ``EvalItem`` per query: the §3.2.1 five (gold + four look-alikes), random ids, simulated
     scores (module docstring). Repeats exactly for a seed."""
-    from kbvqa.molt.sft import SFTDataConfig, sft_candidates
 
     items = []
     for q in queries:
@@ -107,8 +112,6 @@ def noisy_comparator(gold_id: str, error: float, rng: random.Random):
 
 def scripted_records(items, order: str, error: float, seed: int = 0) -> list[dict]:
     """The scripted judge's ladder on every item under ``order``, scored with Eq. 8."""
-    from kbvqa.molt.rewards import molt_reward
-    from kbvqa.molt.sft import teacher_transcript
 
     records = []
     for it in items:
@@ -131,9 +134,6 @@ def _record(it: EvalItem, text: str, schedule, reward) -> dict:
 # ------------------------------------------------------------------------------ the tiny model
 def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed: int = 0) -> list[dict]:
     """Greedy one-pass ladders (Table 14) of ``vlm`` under ``order``, batched, scored with Eq. 8."""
-    from kbvqa.molt.ladder import student_prompt
-    from kbvqa.molt.rewards import molt_reward
-    from kbvqa.prompts.formats import view_ref
 
     schedules = [ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
                  for it in items]
@@ -148,9 +148,6 @@ def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed
 
 def evaluate_one_shot(vlm, items, seed: int = 0) -> list[dict]:
     """Greedy one-shot 5-way choices (Table 17) with the candidates in retrieval order."""
-    from kbvqa.molt.ladder import one_shot_prompt
-    from kbvqa.parsers import parse_candidate_number
-    from kbvqa.prompts.formats import view_ref
 
     world, records = _world(), []
     ordered = [sorted(it.candidates, key=lambda c: -c.score) for it in items]
@@ -166,16 +163,12 @@ def evaluate_one_shot(vlm, items, seed: int = 0) -> list[dict]:
 
 
 def _world():
-    from kbvqa.data import get_world
 
     return get_world(0)
 
 
 def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
     """GRPO prompts: train queries' candidate sets with the weak-to-strong schedule (as inference)."""
-    from kbvqa.molt.grpo import MOLTTask
-    from kbvqa.molt.ladder import student_prompt
-    from kbvqa.prompts.formats import view_ref
 
     items = eval_sets(world, world.kbvqa_train[-n:], config.gap, config.seed)
     tasks = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbvqa.molt.ladder import ORDERS, ladder_schedule
+from kbvqa.molt.ladder import ORDERS, _check_ids, ladder_schedule
 from kbvqa.molt.run import transcript_text
 from kbvqa.parsers import TournamentRound, TournamentTranscript, parse_tournament
 
@@ -67,7 +67,6 @@ def _transcript(output: str | TournamentTranscript) -> TournamentTranscript:
 
 
 def _schedule(schedule: Sequence[str]) -> list[str]:
-    from kbvqa.molt.ladder import _check_ids
 
     return _check_ids(schedule)
 

@@ -31,7 +31,7 @@ from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.data.toy_shapes import with_look
 from kbvqa.molt.ladder import Candidate, listing_order, pairwise_prompt, random_ids, student_prompt
 from kbvqa.molt.run import pairwise_winner, transcript_text
-from kbvqa.parsers import TournamentRound
+from kbvqa.parsers import TournamentRound, parse_tournament
 from kbvqa.prompts.formats import Example, view_ref
 
 __all__ = ["SFTDataConfig", "build_sft_example", "build_sft_set", "model_teacher", "oracle_teacher",
@@ -103,7 +103,6 @@ def model_teacher(model, question: str, query_image, positive_id: str, short: bo
                   max_new_tokens: int = 256) -> Teacher:
     """The gpu teacher: ``model`` compares the two candidates (pairwise prompt); a positive's
     win is forced, an invalid winner falls back to the first candidate (the defender)."""
-    from kbvqa.parsers import parse_tournament
 
     def compare(first: Candidate, second: Candidate) -> tuple[str, str]:
         prompt = pairwise_prompt(question, query_image, first, second, short=short)

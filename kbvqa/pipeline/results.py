@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import read_run, write_json_and_csv
 from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
 from kbvqa.metrics.toy_kbvqa import split_score_fields
-from kbvqa.pipeline import PipelineConfig
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.pipeline import PipelineConfig, run_pipeline
 from kbvqa.reag.results import live_agreement, split_columns
 
 __all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "load_stage_inputs", "print_table",
@@ -98,7 +100,6 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
 
 def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per row) under ``out``."""
-    from kbvqa.experiments.runs import write_json_and_csv
 
     header = (["row", "label", "diagnostic", "n", "accuracy", "wilson_low", "wilson_high", "split_score",
                "split_low", "split_high", "passages"] + [k for k, _ in STAGES] + ["ladder_valid"])
@@ -119,7 +120,6 @@ def load_results(out=None) -> dict:
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{row: committed records} from ``out/runs/*.jsonl``."""
-    from kbvqa.experiments.runs import read_run
     from kbvqa.pipeline.results import RESULTS_DIR, ROW_BY_NAME
 
     runs = Path(out or RESULTS_DIR) / "runs"
@@ -198,8 +198,6 @@ def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
 
 def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_records=None) -> dict[str, list[dict]]:
     """{row: records} for ``names`` (default all rows); ``model`` defaults to the shipped generator."""
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.pipeline import run_pipeline
 
     names = list(names or ROW_BY_NAME)
     unknown = [n for n in names if n not in ROW_BY_NAME]

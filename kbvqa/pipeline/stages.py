@@ -38,8 +38,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
-from kbvqa.parsers import winner_ids
-from kbvqa.reag.critic import check_threshold
+from kbvqa.metrics import kbvqa_split_of, official_correct
+from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, pairwise_prompt, student_prompt
+from kbvqa.molt.run import pairwise_winner
+from kbvqa.parsers import parse_think_answer, parse_tournament, winner_ids
+from kbvqa.reag.critic import check_threshold, generator_prompt
 
 __all__ = ["READERS", "RERANKS", "RETRIEVALS", "PipelineConfig", "candidate_objects", "ladder_candidates",
            "ladder_choice", "run_pipeline", "stage_passages"]
@@ -71,7 +74,6 @@ class PipelineConfig:
 
     def __post_init__(self):
         resolve_profile_fields(self)
-        from kbvqa.molt.ladder import ORDERS
 
         for name, value, allowed in (("retrieval", self.retrieval, RETRIEVALS), ("rerank", self.rerank, RERANKS),
                                      ("reader", self.reader, READERS), ("order", self.order, ORDERS)):
@@ -122,7 +124,6 @@ def ladder_candidates(kept: Sequence[str], scores: dict, n: int) -> list[str]:
 def ladder_choice(text: str, ids: Sequence[str]) -> tuple[str | None, bool]:
     """(chosen id, valid) from a one-pass ladder reply: the ``<evidence>`` id when it is one of
     ``ids`` (valid), else the last ``<winner>`` among ``ids``, else None (both not valid)."""
-    from kbvqa.parsers import parse_tournament
 
     text = str(text)
     evidence = parse_tournament(text).evidence
@@ -135,7 +136,6 @@ def ladder_choice(text: str, ids: Sequence[str]) -> tuple[str | None, bool]:
 def candidate_objects(world, query, passage_ids: Sequence[str]):
     """MOLT ``Candidate``s for passage ids (strongest first): ids "1".."N", the passage text, its
     page's image, score = N - rank (so ``ladder_schedule`` keeps the given order)."""
-    from kbvqa.molt.ladder import Candidate
 
     out = []
     for i, pid in enumerate(passage_ids):
@@ -150,7 +150,6 @@ def _first(outputs) -> list[str]:
 
 
 def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineConfig) -> list[tuple]:
-    from kbvqa.molt.ladder import ladder_schedule, student_prompt
 
     todo = [i for i, c in enumerate(cands) if len(c) >= 2]
     prompts, objects = [], {}
@@ -169,8 +168,6 @@ def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineCon
 
 
 def _iterative(judge, world, queries, cands: list[list[str]], config: PipelineConfig) -> list[tuple]:
-    from kbvqa.molt.ladder import ladder_schedule, pairwise_prompt
-    from kbvqa.molt.run import pairwise_winner
 
     objects = {i: {o.id: o for o in candidate_objects(world, queries[i], c)}
                for i, c in enumerate(cands) if len(c) >= 2}
@@ -226,9 +223,6 @@ def run_pipeline(world, queries: Sequence, stage_inputs: dict | None, config: Pi
     ``reader`` / ``judge``: models with ``generate(prompts, n, max_new_tokens, temperature, seed,
     batch_size)`` (the judge only for ``rerank`` "ladder" / "iterative"; the reader only for
     ``reader="model"``). A query missing from ``stage_inputs`` raises ``ValueError``."""
-    from kbvqa.metrics import kbvqa_split_of, official_correct
-    from kbvqa.parsers import parse_think_answer
-    from kbvqa.reag.critic import generator_prompt
 
     queries = list(queries)
     needs_inputs = config.retrieval in ("coarse", "coarse_fine")

@@ -37,7 +37,9 @@ import functools
 import random
 from dataclasses import asdict, dataclass, field
 
+from kbvqa.config import get_profile
 from kbvqa.data.schema import Query, open_image, option_letters
+from kbvqa.metrics.mathvision import mathvision_is_equal
 from kbvqa.parsers import parse_rcts_answer, parse_rcts_free_answer
 from kbvqa.prompts import load_prompt, render_chat, render_prompt, system_name
 
@@ -97,7 +99,6 @@ class ReasoningContextConfig:
     def for_profile(cls, profile=None, **overrides) -> ReasoningContextConfig:
         """The paper's sizes in the gpu profile; in the cpu profile N_c = N_p = 4, short prompts,
         56 px images, short outputs and 8 pairs per call (the tiny model's training format)."""
-        from kbvqa.config import get_profile
 
         profile = profile or get_profile()
         sizes = {} if profile.is_gpu else dict(
@@ -178,7 +179,6 @@ def judge_prediction(q: Query, text: str) -> str:
     if q.options:
         letter = parse_rcts_answer(text, option_letters(len(q.options))).letter
         return "unparsed" if letter is None else ("correct" if letter == q.answer else "wrong")
-    from kbvqa.metrics.mathvision import mathvision_is_equal
 
     answer = parse_rcts_free_answer(text)[0]
     if answer is None:

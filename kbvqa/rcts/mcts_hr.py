@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from kbvqa.rcts.prompts import CallCounter, PromptBuilder, generate_batched
+from kbvqa.rcts.prompts import CallCounter, MCPromptBuilder, PromptBuilder, generate_batched
 from kbvqa.rcts.rewards import MUTUAL_MODES, score_leaves
 from kbvqa.rcts.tree import BACKPROP_RULES, Node, best_leaf, best_path_official, iter_nodes, tree_to_records
 from kbvqa.search.uct import OFFICIAL_ROOT_UCT, SELECTION_RULES, UCT_VARIANTS, select_index, uct_score
@@ -247,7 +247,6 @@ def rcts_search(vlm, query: Any, candidates: Sequence[tuple[Any, float]], config
     ``prompt_builder`` defaults to ``MCPromptBuilder()`` (multiple choice from ``Query.image``);
     pass ``MCPromptBuilder(world)`` for the toy world.
     """
-    from kbvqa.rcts.prompts import MCPromptBuilder
 
     cfg = config or RCTSConfig()
     s = SearchState(vlm, query, candidates, cfg, prompt_builder or MCPromptBuilder())

@@ -29,8 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbvqa.data.schema import Query, option_letters
+from kbvqa.models.pretrain_mc_lit import mc_answer_text, mc_chat, mc_choices, mc_question_text
+from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.parsers import parse_rcts_answer
 from kbvqa.prompts import render_chat
+from kbvqa.prompts.formats import view_ref
 
 
 class PromptBuilder(Protocol):
@@ -68,17 +71,14 @@ class MCPromptBuilder:
 
     def __post_init__(self):
         if self.cfg is None:
-            from kbvqa.models.pretrain_mix import PretrainMixConfig
             self.cfg = PretrainMixConfig()
 
     def _image(self, q: Query):
         if self.world is not None:
-            from kbvqa.prompts.formats import view_ref
             return view_ref(self.world, q.meta["view_id"], self.cfg.image_size)
         return q.image
 
     def _user(self, q: Query) -> list[dict]:
-        from kbvqa.models.pretrain_mc_lit import mc_choices
         name = "rcts_mc_rc" if self.with_context else "rcts_mc"
         images = [] if self._image(q) is None else [self._image(q)]
         return render_chat(name, images=images, short=self.cfg.short_prompts, question=q.question,
@@ -86,9 +86,7 @@ class MCPromptBuilder:
 
     def kshot(self, query: Query, examples: list[Query]) -> list[dict]:
         if self.world is not None:
-            from kbvqa.models.pretrain_mc_lit import mc_chat
             return mc_chat(self.world, query, list(examples), self.cfg, self.with_context)
-        from kbvqa.models.pretrain_mc_lit import mc_answer_text
         chat, turns = self._user(query), []
         for ex in examples:
             if self.with_context and getattr(ex, "reasoning_context", None):
@@ -97,7 +95,6 @@ class MCPromptBuilder:
         return chat[:-1] + turns + chat[-1:]
 
     def self_check(self, query: Query, response: str) -> list[dict] | None:
-        from kbvqa.models.pretrain_mc_lit import mc_question_text
         context = reasoning_of(response)
         if not context:
             return None

@@ -24,9 +24,10 @@ import json
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.runs import committed_for
+from kbvqa.experiments.runs import committed_for, read_run
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.rcts.diagnostics import reward_correctness
+from kbvqa.rcts.mcts_hr import RCTSConfig
 from kbvqa.rcts.paper import PAPER_KEY, paper_rows
 from kbvqa.rcts.runs import GROUPS, ROWS, answer_after
 
@@ -62,7 +63,6 @@ def _row(name: str, run: str, records: list[dict], kind: str, correct: list[bool
 
 
 def _group(group: str, runs: dict[str, list[dict]]) -> list[dict]:
-    from kbvqa.rcts.mcts_hr import RCTSConfig
 
     present = {row: run for row, run in GROUPS[group].items() if runs.get(run)}
     if not present:
@@ -182,7 +182,6 @@ def live_agreement(live: list[dict], committed: list[dict]) -> dict:
 def load_tree(out, run: str, index: int = 0) -> tuple[str, dict]:
     """(query id, ``{"nodes", "config"}``) of the ``index``-th question of a sweep run, ready for
     ``kbvqa.viz.trees.draw_rcts_tree``; raises ``ValueError`` when the run kept no trees."""
-    from kbvqa.experiments.runs import read_run
 
     header, records = read_run(Path(out) / "runs" / f"{run}.jsonl")
     kept = [r for r in records if r.get("tree")]

@@ -39,8 +39,12 @@ from typing import Any
 
 from kbvqa.data.schema import option_letters
 from kbvqa.metrics.choice import scienceqa_parse_choice
+from kbvqa.rcts.baselines import random_examples, top_k, vanilla_rag
 from kbvqa.rcts.diagnostics import oracle_examples
+from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
 from kbvqa.rcts.paper import ablation_row, alpha_row, rollouts_row
+from kbvqa.rcts.prompts import CallCounter
+from kbvqa.rcts.tree import BACKPROP_RULES, Node, best_leaf, best_path_official, tree_to_records
 
 METHODS = ("zero_shot", "icl_random", "vanilla_rag", "oracle", "rcts")
 ALPHAS = (0.0, 0.2, 0.5, 0.8, 1.0)
@@ -133,7 +137,6 @@ def _scored(q, response: str, parsed: str | None) -> dict:
 
 def _answer_with(vlm, queries, example_lists, builder, counter, seed):
     """Greedy K-shot answers with the given examples in the given order (Vanilla-RAG's prompt)."""
-    from kbvqa.rcts.baselines import vanilla_rag
 
     ranked = [[(e, float(len(exs) - i)) for i, e in enumerate(exs)] for exs in example_lists]
     k = max((len(x) for x in example_lists), default=0)
@@ -144,23 +147,19 @@ def _examples_for(spec: RowSpec, q, setting: Setting, seed: int) -> list:
     if spec.method == "zero_shot":
         return []
     if spec.method == "icl_random":
-        from kbvqa.rcts.baselines import random_examples
         return random_examples(q, setting.kb, setting.k, random.Random(f"icl:{seed}:{q.id}"))
     if spec.method == "oracle":
         return oracle_examples(q, setting.kb, setting.k, seed)
-    from kbvqa.rcts.baselines import top_k
     return top_k(setting.candidates.get(q.id, []), setting.k)
 
 
 def rcts_config(spec: RowSpec, setting: Setting, seed: int):
-    from kbvqa.rcts.mcts_hr import RCTSConfig
 
     return RCTSConfig(**{"K": setting.k, **setting.rcts_defaults, **dict(spec.rcts), "seed": seed})
 
 
 def compact_tree(root) -> list[dict]:
     """The node fields a rollout prefix or a tree figure needs (floats rounded)."""
-    from kbvqa.rcts.tree import tree_to_records
 
     keep = ("node_id", "parent_id", "depth", "example_ids", "created_at", "rollouts", "answer", "n_children")
     out = []
@@ -175,7 +174,6 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
             chunk: int = 16) -> Iterator[dict]:
     """Yield one record per query of ``setting`` (not in ``skip``); baselines answer ``chunk``
     queries per model call, RCTS searches one query at a time (seeded by ``seed``)."""
-    from kbvqa.rcts.prompts import CallCounter
 
     todo = [q for q in setting.queries if q.id not in set(skip)]
     builder = setting.builder(spec.with_context)
@@ -190,7 +188,6 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
                        "calls": counter.calls / len(batch), "completions": 1, "seconds": round(seconds, 4),
                        "examples": [e.id for e in exs]}
         return
-    from kbvqa.rcts.mcts_hr import rcts_search
 
     config = rcts_config(spec, setting, seed)
     for q in todo:
@@ -210,7 +207,6 @@ def answer_after(tree: list[dict], upto: int, backprop: str = "paper", final: st
     """The answer a search would have returned after its first ``upto`` rollouts (Fig. 5b), from its
     compact tree: rebuild the nodes created by then, replay the backups in rollout order, apply the
     final rule. None when no leaf had been simulated yet."""
-    from kbvqa.rcts.tree import BACKPROP_RULES, Node, best_leaf, best_path_official
 
     if upto < 1:
         raise ValueError(f"upto must be >= 1, got {upto}")

@@ -29,9 +29,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kbvqa.data import load_dataset, load_knowledge_base
 from kbvqa.experiments.runs import provenance
+from kbvqa.models.encoders import get_encoders
+from kbvqa.rcts.diagnostics import kb_ceiling, retrieval_hit_rate
+from kbvqa.rcts.prompts import MCPromptBuilder
 from kbvqa.rcts.results import RESULTS_DIR
 from kbvqa.rcts.runs import ROWS, Setting, run_row
+from kbvqa.retrieval.hybrid import HybridIndex, encode_items
 
 RETRIEVAL_N = 20            # candidates kept per question (paper N = 20)
 
@@ -39,8 +44,6 @@ RETRIEVAL_N = 20            # candidates kept per question (paper N = 20)
 # ------------------------------------------------------------------------------ toy world
 def compute_retrieval(world, n: int = RETRIEVAL_N) -> dict:
     """Top-n hybrid candidates of every ``mc_test`` question in ``mc_kb`` (slow: ~1 min on 1 core)."""
-    from kbvqa.models.encoders import get_encoders
-    from kbvqa.retrieval.hybrid import HybridIndex, encode_items
 
     encoders = get_encoders()
     index = HybridIndex.build(encoders, world.mc_kb)
@@ -67,7 +70,6 @@ def load_retrieval(world, out: Path = RESULTS_DIR, recompute: bool = False) -> d
 
 def retrieval_diagnostics(world, retrieval: dict) -> dict:
     """Retrieval quality for the chapter's "why" section: answer-showing examples in the top k."""
-    from kbvqa.rcts.diagnostics import kb_ceiling, retrieval_hit_rate
 
     kb = {e.id: e for e in world.mc_kb}
     queries = [q for q in world.mc_test if q.id in retrieval["candidates"]]
@@ -80,7 +82,6 @@ def retrieval_diagnostics(world, retrieval: dict) -> dict:
 def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3) -> Setting:
     """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
     the cached candidates and ``MCPromptBuilder(world)`` prompts."""
-    from kbvqa.rcts.prompts import MCPromptBuilder
 
     kb = {e.id: e for e in world.mc_kb}
     queries = list(world.mc_test)
@@ -96,8 +97,6 @@ def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: i
 # ------------------------------------------------------------------------------ real data
 def real_setting(queries: Sequence, kb: Sequence, encoders, k: int = 3, n: int = RETRIEVAL_N) -> Setting:
     """Hybrid top-``n`` candidates (score = MaxSim / query tokens) and multiple-choice prompts."""
-    from kbvqa.rcts.prompts import MCPromptBuilder
-    from kbvqa.retrieval.hybrid import HybridIndex, encode_items
 
     if not queries or not kb:
         raise ValueError("real_setting needs at least one query and one knowledge-base example")
@@ -122,8 +121,6 @@ def scienceqa_rows(vlm, n_queries: int, n_kb: int = 2000, runs: Sequence[str] = 
         raise ValueError(f"unknown runs {unknown}; expected some of {sorted(ROWS)}")
     if n_queries == 0:
         return {}
-    from kbvqa.data import load_dataset, load_knowledge_base
-    from kbvqa.models.encoders import get_encoders
 
     queries = [q for q in load_dataset("scienceqa", split="eval", root=root, limit=n_queries) if q.options]
     kb = [e for e in load_knowledge_base("scienceqa", root=root, max_docs=n_kb) if e.options]

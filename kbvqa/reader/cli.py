@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from kbvqa.reader.ship import export
 from kbvqa.reader.tasks import READER_TASKS, READER_WEIGHTS
 from kbvqa.reader.train import ReaderTrainConfig, Trainer, default_run_dir
 
@@ -69,7 +70,6 @@ def main(argv=None) -> None:
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
     state = trainer.run(max_minutes=args.max_minutes)
     if state["stage"] == "done" and args.export is not None:
-        from kbvqa.reader.ship import export
 
         print(export(trainer, args.export))
 

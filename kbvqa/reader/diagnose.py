@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from kbvqa.prompts.formats import view_ref
+from kbvqa.reader.tasks import naming_example
+
 _NAMED = re.compile(r"image shows (?:the |a |an )?([a-z]+)", re.IGNORECASE)
 _SENTENCE = re.compile(r"image shows (?:the |a |an )?([a-z]+),? (?:an? )?([a-z]+) with ([a-z]+) ([a-z]+)",
                        re.IGNORECASE)
@@ -103,8 +106,6 @@ def score_naming(outputs, views, world) -> dict:
 
 def naming_attributes(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16) -> dict:
     """Ask the reader "Which creature is this?" on ``n`` test views (greedy) and ``score_naming``."""
-    from kbvqa.prompts.formats import view_ref
-    from kbvqa.reader.tasks import naming_example
 
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from kbvqa.data.toy_images import layout_view, render_view
 from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
 from kbvqa.prompts.formats import Example, view_ref
 
@@ -56,7 +57,6 @@ def fresh_view(world, entity, rng, image_size: int | None):
     drawn from ``rng``: a knowledge-base picture of the creature, never one of the world's views."""
     import functools
 
-    from kbvqa.data.toy_images import layout_view
 
     others = [o for o in world.entities if o.family_id != entity.family_id]
     looks = [o.look for o in rng.sample(others, rng.randint(1, 3))]
@@ -65,7 +65,6 @@ def fresh_view(world, entity, rng, image_size: int | None):
 
 
 def _resized(spec, size):
-    from kbvqa.data.toy_images import render_view
 
     image = render_view(spec)
     return image if size is None or image.size == (size, size) else image.resize((size, size))
@@ -137,7 +136,6 @@ class ViewBank:
     """uint8 pictures ``[N, S, S, 3]`` of every creature with labels (entity, family, colour, pattern)."""
 
     def __init__(self, world, views_per_entity: int, image_size: int, seed: int = 0):
-        from kbvqa.data.toy_images import layout_view, render_view
 
         self.entities = list(world.entities)
         self.families = sorted({e.family_id for e in self.entities})

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 
 from kbvqa.data.schema import Passage, Query
+from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.prompts.formats import (
     NO_EVIDENCE_THOUGHT,
     UNKNOWN,
@@ -72,7 +73,6 @@ def cold_start_examples(world, n: int, seed: int = 0, positive_rate: float = 0.5
     A share ``positive_rate`` reads the evidence passage; the others a negative (70 % hard: the same
     section of a look-alike's page; 30 % soft). Deterministic for a given ``seed``.
     """
-    from kbvqa.models.pretrain_mix import PretrainMixConfig
 
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")

@@ -27,7 +27,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
+from kbvqa.config import PROFILE_DEFAULT, get_profile, resolve_profile_fields
+from kbvqa.data.schema import open_image
+from kbvqa.prompts import render_chat
+from kbvqa.prompts.formats import reag_paragraphs
 
 REAG_THRESHOLD = 0.1   # the official inference scripts (supp. A: "a yes-probability threshold equal to 0.1")
 CLI_THRESHOLD = 0.5    # the official command-line default
@@ -66,7 +69,6 @@ class CriticConfig:
     def for_profile(cls, profile=None, **overrides) -> CriticConfig:
         """The config of ``profile`` (a ``Profile``, a name, or None: the active one): cpu, the short
         prompt at 56 px (the tiny model); gpu, the paper's prompt and native images."""
-        from kbvqa.config import get_profile
 
         prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
         return cls(**{"short_prompts": prof.short_prompts, "image_size": prof.image_size, **overrides})
@@ -89,7 +91,6 @@ def shown_image(image, size: int | None):
     as the pretraining views) or unchanged when ``size`` is None."""
     from PIL import Image
 
-    from kbvqa.data.schema import open_image
 
     im = open_image(image)
     if im is not None and size is not None and im.size != (size, size):
@@ -99,7 +100,6 @@ def shown_image(image, size: int | None):
 
 def critic_prompt(image, question: str, passage, short: bool = True) -> list[dict]:
     """Supp. D's critic chat for one (I_q, q, p); ``image`` may be None (text-only)."""
-    from kbvqa.prompts import render_chat
 
     return render_chat("reag_critic", images=[image] if image is not None else [], short=short,
                        question=question, passage=passage_text(passage))
@@ -185,8 +185,6 @@ class Critic:
 def generator_prompt(query, passages: Sequence, short: bool = True, image_size: int | None = 56) -> list[dict]:
     """ReAG's generator chat (supp. D): the question and the kept passages as ``<paragraph>``
     blocks; with no passage (j = 0, every passage filtered) the question and image alone."""
-    from kbvqa.prompts import render_chat
-    from kbvqa.prompts.formats import reag_paragraphs
 
     image = shown_image(query.image, image_size) if query.image is not None else None
     images = [image] if image is not None else []

@@ -23,7 +23,11 @@ import random
 from collections.abc import Callable, Sequence
 
 from kbvqa.config import PROFILE_DEFAULT, profile_value
+from kbvqa.metrics import official_correct
+from kbvqa.parsers import parse_think_answer
+from kbvqa.prompts.formats import critic_negative
 from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
+from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 
 __all__ = ["critic_items", "critic_table", "filtering_stats", "generator_judge", "heldout_critic_items",
            "labels_of", "threshold_sweep"]
@@ -33,7 +37,6 @@ SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 def critic_items(world, n: int | None = 50, k: int = 3, retriever=None, split: str = "kbvqa_test") -> list[tuple]:
     """``(query, passages)`` for the first ``n`` queries: every passage of the top-``k`` pages that
     ``retriever`` (default: coarse ``MultilevelRetriever`` over ``world.documents``) returns."""
-    from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 
     queries = list(getattr(world, split))[:n]
     retriever = retriever or MultilevelRetriever(world.documents, config=MultilevelConfig(k=k, use_fine=False))
@@ -45,7 +48,6 @@ def heldout_critic_items(world, n: int = 100, seed: int = 0, hard_rate: float = 
                          split: str = "kbvqa_test") -> tuple[list[tuple], list[str]]:
     """(items, kinds): ``(query, [passage])`` pairs from the test split, the evidence for even i
     (kind "relevant"), a negative for odd i (kind "hard" with probability ``hard_rate``, else "soft")."""
-    from kbvqa.prompts.formats import critic_negative
 
     queries, rng, items, kinds = list(getattr(world, split)), random.Random(f"critic-eval:{seed}"), [], []
     for i in range(n):
@@ -129,8 +131,6 @@ def generator_judge(vlm, short: bool | str = PROFILE_DEFAULT, image_size: int | 
     passage -> question and image alone); the answer, extracted by supp. B's chain
     (``parse_think_answer``), is scored by the official scorer of its kind
     (``kbvqa.metrics.official_correct``)."""
-    from kbvqa.metrics import official_correct
-    from kbvqa.parsers import parse_think_answer
 
     short, image_size = profile_value("short_prompts", short), profile_value("image_size", image_size)
 

@@ -28,7 +28,11 @@ import random
 import time
 from dataclasses import dataclass
 
-from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
+from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields, seed_everything
+from kbvqa.data import get_world
+from kbvqa.models.pretrain_mix import PretrainMixConfig
+from kbvqa.models.vlm import VLM
+from kbvqa.prompts.formats import critic_example, critic_negative
 from kbvqa.rl.common import build_optimizer, prepare_trainable
 
 __all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
@@ -69,7 +73,6 @@ class CriticTrainConfig:
 
 def _task_config(config: CriticTrainConfig):
     """The ``kbvqa.prompts.formats`` knobs the critic examples read (image size, prompt rendering)."""
-    from kbvqa.models.pretrain_mix import PretrainMixConfig
 
     return PretrainMixConfig(seed=config.seed, image_size=config.image_size, short_prompts=config.short_prompts,
                              critic_positive_rate=config.positive_rate, critic_hard_rate=config.hard_rate)
@@ -79,7 +82,6 @@ def critic_training_examples(world, n: int, config: CriticTrainConfig | None = N
                              split: str = "kbvqa_train") -> list:
     """Examples ``start .. start + n - 1`` of the seeded critic stream (``kbvqa.prompts.formats.Example``;
     ``completion`` is "Yes"/"No", ``meta["negative_kind"]`` is "", "hard" or "soft")."""
-    from kbvqa.prompts.formats import critic_example, critic_negative
 
     config = config or CriticTrainConfig()
     if n < 0 or start < 0:
@@ -121,12 +123,9 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
     """
     import torch
 
-    from kbvqa.config import seed_everything
-    from kbvqa.models.vlm import VLM
 
     config = config or CriticTrainConfig()
     if world is None:
-        from kbvqa.data import get_world
 
         world = get_world(0)
     torch.set_num_threads(config.threads)

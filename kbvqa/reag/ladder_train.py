@@ -18,11 +18,19 @@ from __future__ import annotations
 import copy
 import time
 
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.vlm import VLM
+from kbvqa.parsers import parse_think_answer
+from kbvqa.prompts.formats import Example
+from kbvqa.reag import cold_start_examples
+from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
+from kbvqa.reag.rewards import reag_grpo_rewards
+from kbvqa.reag.traces import grpo_prompts
+from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
+
 
 def train_ladder_critic(world, config, vlm=None):
     """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped model."""
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
     critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False)
@@ -32,9 +40,6 @@ def train_ladder_critic(world, config, vlm=None):
 def training_examples(world, config, traces: bool) -> list:
     """Critic tuples of the train split as SFT examples: with templated traces (cold start) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
-    from kbvqa.parsers import parse_think_answer
-    from kbvqa.prompts.formats import Example
-    from kbvqa.reag import cold_start_examples
 
     examples = cold_start_examples(world, config.train_examples, seed=config.seed)
     if traces:
@@ -46,10 +51,6 @@ def training_examples(world, config, traces: bool) -> list:
 def train_generator(kind: str, world, config, base=None, log: dict | None = None):
     """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
     from the shipped model; ``log[kind]`` gets its curve's start, end and seconds."""
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.reag.rewards import reag_grpo_rewards
-    from kbvqa.reag.traces import grpo_prompts
-    from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
     if kind not in ("zero_shot", "sft", "cold_start", "rl"):
         raise ValueError(f"unknown generator kind {kind!r}")
@@ -81,6 +82,5 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
 
 def copy_vlm(vlm):
     """An independent copy of a VLM (its weights deep-copied), so training one leaves the other."""
-    from kbvqa.models.vlm import VLM
 
     return VLM.from_model(copy.deepcopy(vlm.model), vlm.processor)

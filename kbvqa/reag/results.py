@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.runs import committed_for
+from kbvqa.experiments.runs import committed_for, read_run, write_json_and_csv
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
@@ -80,7 +80,6 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
 
 def write_results(results: dict, out) -> None:
     """``results.json`` and ``results.csv`` (one line per rung) under ``out``."""
-    from kbvqa.experiments.runs import write_json_and_csv
 
     header = ["rung", "label", "n", "accuracy", "wilson_low", "wilson_high", "split_score", "split_low",
               "split_high", "passages", "evidence_in_context", "paper_evqa_single_hop", "paper_infoseek_all"]
@@ -99,7 +98,6 @@ def load_results(out=None) -> dict:
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{rung: committed records} from ``out/runs/*.jsonl`` (header dropped)."""
-    from kbvqa.experiments.runs import read_run
     from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME
 
     runs = Path(out or RESULTS_DIR) / "runs"

@@ -21,11 +21,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kbvqa.config import get_profile
 from kbvqa.data.schema import Query
+from kbvqa.metrics import official_correct
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts import render_chat
 from kbvqa.prompts.formats import UNKNOWN, Example, kbvqa_answer_text, kbvqa_prompt
-from kbvqa.reag.cold_start import cold_start_trace
+from kbvqa.reag.cold_start import cold_start_examples, cold_start_trace
+from kbvqa.reag.rewards import format_reward
 
 
 def _prompt_image(chat: list[dict]):
@@ -51,7 +56,6 @@ def _worked_example(world, relevant: bool) -> dict:
 
 def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, cfg=None) -> list[dict]:
     """ReAG supp. D's trace-generation chat for (I_q, q, p, y) with the target ``answer``."""
-    from kbvqa.models.pretrain_mix import PretrainMixConfig
 
     cfg = cfg or PretrainMixConfig()
     image = _prompt_image(kbvqa_prompt(world, q, [passage], "reag", cfg))
@@ -93,8 +97,6 @@ def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: in
 
 def load_trace_writer(profile=None):
     """The teacher that writes traces: ``None`` in the cpu profile (use templated traces)."""
-    from kbvqa.config import get_profile
-    from kbvqa.models.checkpoints import load_vlm
 
     profile = profile or get_profile()
     return load_vlm("reag_generator", profile=profile) if profile.is_gpu else None
@@ -102,7 +104,6 @@ def load_trace_writer(profile=None):
 
 def grpo_prompts(world, queries: Sequence[Query], cfg=None) -> list[list[dict]]:
     """ReAG generator prompts (I_q, q, p) with each query's evidence passage."""
-    from kbvqa.models.pretrain_mix import PretrainMixConfig
 
     cfg = cfg or PretrainMixConfig()
     return [kbvqa_prompt(world, q, [world.passage(q.evidence_ids[0])], "reag", cfg) for q in queries]
@@ -123,8 +124,6 @@ def relevance_eval(vlm, world, n: int = 8, seed: int = 0, max_new_tokens: int = 
     answers with the evidence (the official scorer of their kind, ``kbvqa.metrics.official_correct``)
     and of "I don't know" with a negative.
     """
-    from kbvqa.metrics import official_correct
-    from kbvqa.reag.rewards import format_reward
 
     examples = cold_start_examples_for(world, n, seed)
     outs = vlm.generate([e.prompt for e in examples], n=1, max_new_tokens=max_new_tokens, temperature=0.0,
@@ -145,7 +144,6 @@ def relevance_eval(vlm, world, n: int = 8, seed: int = 0, max_new_tokens: int = 
 
 def cold_start_examples_for(world, n: int, seed: int = 0) -> list[Example]:
     """``n`` evidence and ``n`` negative cold-start examples of TEST queries (for evaluation)."""
-    from kbvqa.reag.cold_start import cold_start_examples
 
     pos = cold_start_examples(world, n, seed=seed, positive_rate=1.0, queries=world.kbvqa_test)
     neg = cold_start_examples(world, n, seed=seed + 1, positive_rate=0.0, queries=world.kbvqa_test)

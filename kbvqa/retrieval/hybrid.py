@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from kbvqa.data.schema import open_image
 from kbvqa.retrieval.late_interaction import PaddedTokens, maxsim, maxsim_matrix
 
 MODES = ("text", "image", "hybrid")
@@ -109,7 +110,6 @@ def encode_items(encoders, items: Sequence) -> EncodedItems:
     Appendix: RCTS | Eq. 2-3 |
         tests/test_retrieval_hybrid.py::test_encode_items_dedups_texts_and_handles_items_without_image | rcts-eq2
     """
-    from kbvqa.data.schema import open_image
 
     items = list(items)
     if not items:

@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbvqa.config import get_profile
 from kbvqa.data.schema import Passage, open_image
-from kbvqa.retrieval.subject import crop_to_box, expand_box, extract_subject
+from kbvqa.models.encoders import document_text, get_encoders
+from kbvqa.retrieval.subject import box_iou, crop_to_box, expand_box, extract_subject, subject_rule
 
 __all__ = ["DocumentIndex", "MultilevelConfig", "MultilevelResult", "MultilevelRetriever", "RetrievedPassage",
            "evaluate_multilevel", "evidence_recall", "merge_by_max", "passages_of"]
@@ -62,7 +64,6 @@ class MultilevelConfig:
     def for_profile(cls, profile=None, **overrides) -> MultilevelConfig:
         """cpu: k = 5 of the toy world's 100 pages, the rule-based subject; gpu: ReAG's k = 20 and
         spaCy when it is installed."""
-        from kbvqa.config import get_profile
 
         prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
         base = dict(k=20, subject_method="auto") if prof.is_gpu else dict(k=5, subject_method="rules")
@@ -134,7 +135,6 @@ class DocumentIndex:
     def __init__(self, documents: Sequence, encoders, texts: Sequence[str] | None = None):
         import faiss
 
-        from kbvqa.models.encoders import document_text
 
         self.documents = list(documents)
         if not self.documents:
@@ -168,7 +168,6 @@ class MultilevelRetriever:
 
     def __init__(self, documents: Sequence, encoders=None, config: MultilevelConfig | None = None, grounder=None):
         if encoders is None:
-            from kbvqa.models.encoders import get_encoders
 
             encoders = get_encoders()
         self.encoders, self.config, self.grounder = encoders, config or MultilevelConfig(), grounder
@@ -247,7 +246,6 @@ def evaluate_multilevel(world, retriever: MultilevelRetriever | None = None, gro
     share of queries with a box. ``subjects``: how often each rule of supp. A fired, and the share
     equal to ``meta["noun"]`` where the queries have one.
     """
-    from kbvqa.retrieval.subject import box_iou, subject_rule
 
     if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
         raise ValueError(f"ks must be positive ints, got {ks!r}")

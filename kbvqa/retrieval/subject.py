@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kbvqa.data.schema import open_image
+
 __all__ = ["SubjectMatch", "crop_to_box", "expand_box", "extract_subject", "scale_box", "spacy_available",
            "subject_from_spacy", "subject_rule"]
 
@@ -251,7 +253,6 @@ def expand_box(box, image_size: tuple[int, int], margin: float = 0.15, square: b
 def crop_to_box(image, box, margin: float = 0.15, square: bool = True):
     """The region of ``image`` (any image reference) inside ``expand_box(box, ...)``, as a PIL image;
     the whole picture when the box is unusable."""
-    from kbvqa.data.schema import open_image
 
     im = open_image(image)
     region = expand_box(box, im.size, margin, square) if box is not None else None

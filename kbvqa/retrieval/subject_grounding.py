@@ -22,7 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
+from kbvqa.config import PROFILE_DEFAULT, get_profile, resolve_profile_fields
+from kbvqa.data.schema import open_image
+from kbvqa.models.loading import checkpoint_from_env, local_only, quiet_progress, resolve_device
+from kbvqa.parsers import parse_box
+from kbvqa.prompts import render_chat
 from kbvqa.retrieval.subject import extract_subject, scale_box
 
 __all__ = ["GPU_GROUNDER", "GroundingConfig", "GroundingDinoGrounder", "VLMGrounder", "get_grounder", "gpu_grounder"]
@@ -34,7 +38,6 @@ GROUNDER_VARIABLE = "KBVQA_GROUNDER"   # overrides GPU_GROUNDER: a hub id or a l
 def gpu_grounder() -> str:
     """The gpu profile's GroundingDINO checkpoint: ``$KBVQA_GROUNDER`` (hub id or local folder) or
     ``GPU_GROUNDER``."""
-    from kbvqa.models.loading import checkpoint_from_env
 
     return checkpoint_from_env(GROUNDER_VARIABLE, GPU_GROUNDER)
 
@@ -65,8 +68,6 @@ class VLMGrounder:
         """(chat prompts, the (width, height) each image is shown at)."""
         from PIL import Image
 
-        from kbvqa.data.schema import open_image
-        from kbvqa.prompts import render_chat
 
         cfg, chats, shown = self.config, [], []
         for k, (image, question) in enumerate(zip(images, questions)):
@@ -81,8 +82,6 @@ class VLMGrounder:
 
     def ground(self, images, questions, subjects=None) -> list[tuple[float, float, float, float] | None]:
         """One box per image in its own pixels (float), or ``None`` where no box parses."""
-        from kbvqa.data.schema import open_image
-        from kbvqa.parsers import parse_box
 
         images = list(images)
         if len(images) != len(questions):
@@ -115,7 +114,6 @@ class GroundingDinoGrounder:
         if self._model is None:
             from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
-            from kbvqa.models.loading import local_only, quiet_progress, resolve_device
 
             self.device = str(resolve_device(self.device))
             hub = local_only(self.checkpoint)
@@ -127,7 +125,6 @@ class GroundingDinoGrounder:
     def ground(self, images, questions, subjects=None) -> list[tuple[float, float, float, float] | None]:
         import torch
 
-        from kbvqa.data.schema import open_image
 
         subjects = list(subjects) if subjects is not None else [extract_subject(q) for q in questions]
         boxes: list = []
@@ -154,7 +151,6 @@ class GroundingDinoGrounder:
 def get_grounder(profile=None, vlm=None):
     """The profile's grounder: ``VLMGrounder(vlm)`` in the cpu profile (default: the shipped tiny
     model), ``GroundingDinoGrounder()`` in the gpu profile."""
-    from kbvqa.config import get_profile
 
     prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
     if prof.is_gpu:

@@ -21,6 +21,7 @@ import numpy as np
 
 from kbvqa.metrics.retrieval import mean_retrieval_prf
 from kbvqa.metrics.rouge import mean_rouge
+from kbvqa.models.pretrain_mc_lit import abstracts_text, bm25_search
 from kbvqa.serts.prompts import Generator, answer_prompt, vlm_generator
 from kbvqa.serts.search import SeRTSConfig, SeRTSResult, run_self_reflection, run_serts
 
@@ -30,7 +31,6 @@ __all__ = ["answer_rouge", "bm25_baseline", "compare_methods", "mean_and_spread"
 
 def toy_literature_task(world) -> tuple[Callable[[str, int], list[str]], Callable[[str], str]]:
     """``(retrieve, doc_text)`` over ``world.literature`` (the tiny model's BM25 index and text)."""
-    from kbvqa.models.pretrain_mc_lit import abstracts_text, bm25_search
 
     return (lambda query, k: bm25_search(world, query, k)), (lambda doc_id: abstracts_text(world, [doc_id]))
 

@@ -30,7 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kbvqa.metrics.retrieval import retrieval_prf
+from kbvqa.metrics.rouge import rouge_n, rouge_su
+from kbvqa.models.pretrain_mc_lit import lit_question_split
+from kbvqa.serts.evaluate import toy_literature_task
+from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
+from kbvqa.serts.prompts import answer_prompt, vlm_generator
 from kbvqa.serts.results import METHODS, Method
+from kbvqa.serts.search import SeRTSConfig, run_self_reflection, run_serts
 
 SETUPS = ("scripted", "tiny")
 
@@ -60,8 +67,6 @@ class ExperimentConfig:
 
 def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
     """Fresh ``(proposer, evaluator)`` generators for one (method, seed, chunk)."""
-    from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
-    from kbvqa.serts.prompts import vlm_generator
 
     if setup == "scripted":
         return noisy_reformulator(world, config.include_prob, config.off_topic_prob, seed), rubric_evaluator(world)
@@ -74,7 +79,6 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
 def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_text, config: ExperimentConfig,
                 seed: int):
     """(abstract ids per question, SeRTSResult per question or None) for one method."""
-    from kbvqa.serts.search import SeRTSConfig, run_self_reflection, run_serts
 
     if method.kind == "bm25":
         return [list(retrieve(q.question, config.top_k)) for q in questions], None
@@ -90,7 +94,6 @@ def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_te
 def answer_all(vlm, pairs, doc_text, config: ExperimentConfig, cache: dict) -> None:
     """Greedy Tab. 10 answers for every new (question, abstracts) pair, in batches of 8 (the batch
     composition is that of the chunk, so a live rerun of a chunk batches the same way)."""
-    from kbvqa.serts.prompts import answer_prompt, vlm_generator
 
     todo = list(dict.fromkeys(p for p in pairs if p not in cache))
     if not todo:
@@ -106,9 +109,6 @@ def answer_all(vlm, pairs, doc_text, config: ExperimentConfig, cache: dict) -> N
 def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: ExperimentConfig,
               methods=METHODS, answer_cache: dict | None = None) -> list[dict]:
     """One record per (method, question) for one chunk and seed (the unit a live rerun repeats)."""
-    from kbvqa.metrics.retrieval import retrieval_prf
-    from kbvqa.metrics.rouge import rouge_n, rouge_su
-    from kbvqa.serts.evaluate import toy_literature_task
 
     retrieve, doc_text = toy_literature_task(world)
     cache = {} if answer_cache is None else answer_cache
@@ -146,7 +146,6 @@ def _rounded(rec: dict) -> dict:
 
 
 def experiment_questions(world, setup: str, config: ExperimentConfig):
-    from kbvqa.models.pretrain_mc_lit import lit_question_split
 
     held = lit_question_split(world)[1]
     return held[: config.scripted_n if setup == "scripted" else config.tiny_n]

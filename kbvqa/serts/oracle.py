@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from kbvqa.models.pretrain_mc_lit import gold_synonyms, grade_text
 from kbvqa.serts.prompts import Generator
 
 __all__ = ["noisy_reformulator", "rubric_evaluator"]
@@ -38,7 +39,6 @@ def _questions_by_text(world) -> dict:
 
 def rubric_evaluator(world) -> Generator:
     """Tab. 1 answered by the toy rubric; an unknown question or no abstracts grade 0."""
-    from kbvqa.models.pretrain_mc_lit import grade_text
 
     by_text = _questions_by_text(world)
     by_abstract = {f"{x.title}. {x.text}": x.id for x in world.literature}
@@ -59,7 +59,6 @@ def rubric_evaluator(world) -> Generator:
 
 def noisy_reformulator(world, include_prob: float = 0.5, off_topic_prob: float = 0.2, seed: int = 0) -> Generator:
     """Tab. 2 / 11 answered by a noisy query writer (module docstring); repeatable by ``seed``."""
-    from kbvqa.models.pretrain_mc_lit import gold_synonyms
 
     if not (0 <= include_prob <= 1 and 0 <= off_topic_prob <= 1):
         raise ValueError("include_prob and off_topic_prob must lie in [0, 1]")

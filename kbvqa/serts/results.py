@@ -26,6 +26,7 @@ import numpy as np
 
 from kbvqa.config import DATA_DIR
 from kbvqa.experiments.runs import committed_for
+from kbvqa.metrics.intervals import check_agreement, same_answers
 from kbvqa.serts.paper import PAPER_KEY, PAPER_MODEL_OF, PAPER_TAB3, PAPER_TAB4, PAPER_TAB6, PAPER_TAB9
 
 RETRIEVAL_KEYS = ("precision", "recall", "f1", "hit")
@@ -168,7 +169,6 @@ def live_agreement(live: list[dict], committed: list[dict]) -> list[dict]:
     """Per method of ``live`` records: the live and committed means (same questions and seed) of
     recall and ROUGE-SU4 F, the hit rate's agreement (``kbvqa.metrics.intervals.check_agreement``: the committed
     rate inside the live Wilson interval) and the share of identical abstract sets and answers."""
-    from kbvqa.metrics.intervals import check_agreement, same_answers
 
     out = []
     for method in dict.fromkeys(r["method"] for r in live):

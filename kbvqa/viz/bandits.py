@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbvqa.search.uct import OFFICIAL_EPS, UCT_VARIANTS, exploration_term
+from kbvqa.viz.frames import figure_png, frames_html
 
 VARIANT_STYLE = {  # colour and label of each UCT variant in every figure of the chapter
     "paper": ("#4c72b0", "RCTS paper, Eq. 11"),
@@ -110,7 +111,6 @@ def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
     """
     import matplotlib.pyplot as plt
 
-    from kbvqa.viz.frames import figure_png, frames_html
 
     cs = np.round(np.linspace(0.0, 2.0, 11), 2) if cs is None else np.asarray(cs, dtype=float)
     if cs.size == 0:

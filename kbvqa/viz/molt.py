@@ -25,6 +25,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from kbvqa.molt.results import ORDER_LABEL, moving_average, scripted_table
+from kbvqa.molt.rewards import chain_validity
 from kbvqa.parsers import TournamentTranscript, parse_tournament
 from kbvqa.viz.frames import figure_png, frames_html
 
@@ -70,7 +71,6 @@ def draw_tournament(transcript, schedule: Sequence[str] | None = None, gold_id: 
     rounds = list(t.rounds if upto is None else t.rounds[:max(0, upto)])
     valid = None
     if schedule is not None and len(schedule) >= 2:
-        from kbvqa.molt.rewards import chain_validity
 
         valid = chain_validity(t, schedule)
     n_cols = max(1, len(rounds)) + 1

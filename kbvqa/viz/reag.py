@@ -19,6 +19,9 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from kbvqa.data.schema import open_image
+from kbvqa.retrieval.subject import box_iou, crop_to_box
+
 __all__ = ["RUN_LABELS", "draw_boxes_and_crops", "draw_group_advantages", "draw_grpo_curves", "draw_recall_by_k",
            "draw_sft_curves"]
 
@@ -71,8 +74,6 @@ def draw_boxes_and_crops(queries: Sequence, boxes: Sequence, margin: float = 0.1
     "no box", where nothing was predicted)."""
     import matplotlib.pyplot as plt
 
-    from kbvqa.data.schema import open_image
-    from kbvqa.retrieval.subject import box_iou, crop_to_box
 
     if not queries or len(queries) != len(boxes):
         raise ValueError(f"need one box (or None) per query; got {len(queries)} queries and {len(boxes)} boxes")

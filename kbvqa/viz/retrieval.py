@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import textwrap
 
+from kbvqa.data.schema import open_image
+
 MODE_COLOURS = {"text": "tab:blue", "image": "tab:orange", "hybrid": "tab:green"}
 
 
@@ -79,7 +81,6 @@ def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 2.
     ``scores``: one per example; ``relevant``: one bool per example (green / red frame)."""
     import matplotlib.pyplot as plt
 
-    from kbvqa.data.schema import open_image
 
     examples = list(examples)
     if not examples:

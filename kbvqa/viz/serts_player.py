@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kbvqa.serts.evaluate import retrieval_scores
 from kbvqa.serts.search import SeRTSNode, SeRTSResult
 from kbvqa.viz.frames import figure_png, frames_html
 from kbvqa.viz.serts import draw_serts_tree
@@ -74,7 +75,6 @@ def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: int =
 def anytime_recall(results, gold_lists, upto: int) -> float:
     """Mean recall against ``gold_lists`` of the best node's documents after at most ``upto``
     expansions of each search (a search that stopped earlier keeps its final answer)."""
-    from kbvqa.serts.evaluate import retrieval_scores
 
     if upto < 1:
         raise ValueError(f"upto must be >= 1, got {upto}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from kbvqa.data.schema import open_image
 from kbvqa.viz.trees_records import NodeView, TreeView, tree_state, tree_view
 
 __all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "tree_layout", "tree_state",
@@ -86,7 +87,6 @@ def example_label(example, max_chars: int = 22) -> str:
 
 
 def _thumbnail(image_ref, size: int):
-    from kbvqa.data.schema import open_image
 
     try:
         image = open_image(image_ref)

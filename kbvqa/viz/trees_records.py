@@ -22,6 +22,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbvqa.rcts.tree import BACKPROP_RULES, Node, tree_to_records
+from kbvqa.search.uct import UCT_VARIANTS, uct_score
+
 
 @dataclass
 class NodeView:
@@ -59,7 +62,6 @@ class TreeView:
 
 def _uct(q: float, n: int, n_parent: int, c: float, variant: str) -> float:
     """UCT of a node as the search scored it; the paper's Eq. 11 when the variant is unknown."""
-    from kbvqa.search.uct import UCT_VARIANTS, uct_score
 
     if variant in UCT_VARIANTS:
         return float(uct_score(q, n, n_parent, c, variant))
@@ -70,7 +72,6 @@ def _records_of(tree_records) -> tuple[list[dict], dict]:
     if tree_records is None:
         return [], {}
     if hasattr(tree_records, "children") and hasattr(tree_records, "actions"):   # a root Node
-        from kbvqa.rcts.tree import tree_to_records
 
         return tree_to_records(tree_records), {}
     for attr in ("tree_records", "records"):
@@ -118,7 +119,6 @@ def tree_view(tree_records) -> TreeView:
 def _replay(view: TreeView, upto: int) -> dict[str, tuple[float, int]] | None:
     """(Q, N) of every node after rollout position ``upto``, by re-running the backup rule; None
     when the rule is unknown or the records cannot be rebuilt."""
-    from kbvqa.rcts.tree import BACKPROP_RULES, Node
 
     rule = BACKPROP_RULES.get(view.backprop)
     if rule is None:

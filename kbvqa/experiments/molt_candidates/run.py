@@ -14,6 +14,9 @@ import json
 import time
 from pathlib import Path
 
+from kbvqa.data import get_world
+from kbvqa.experiments.runs import provenance
+from kbvqa.molt.analysis import gold_ranks, recall_curves
 from kbvqa.molt.candidates import RESULTS, candidate_sets, pipeline_for
 
 KS = tuple(range(1, 21))
@@ -21,9 +24,6 @@ KS = tuple(range(1, 21))
 
 def run(seed: int = 0, k: int = 20, every: int = 1) -> dict:
     """Recall curves and gold ranks over ``world.kbvqa_test[::every]``."""
-    from kbvqa.data import get_world
-    from kbvqa.experiments.runs import provenance
-    from kbvqa.molt.analysis import gold_ranks, recall_curves
 
     start = time.perf_counter()
     world = get_world(seed)

@@ -16,6 +16,11 @@ import sys
 import time
 from dataclasses import asdict
 
+from kbvqa.config import seed_everything
+from kbvqa.data import get_world
+from kbvqa.experiments.runs import provenance
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.vlm import VLM
 from kbvqa.molt.experiment import (
     ERRORS,
     MOLTExperimentConfig,
@@ -26,14 +31,14 @@ from kbvqa.molt.experiment import (
     scripted_records,
 )
 from kbvqa.molt.ladder import ORDERS
-from kbvqa.molt.results import RESULTS_DIR
+from kbvqa.molt.results import RESULTS_DIR, print_table, summarise, write_results
+from kbvqa.molt.rewards import MOLTRewardConfig, molt_grpo_rewards
+from kbvqa.molt.sft import SFTDataConfig, build_sft_set
+from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
 def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None):
     """The shipped judge after ``sft_steps`` of SFT on the §3.2.1 set (oracle teacher)."""
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.molt.sft import SFTDataConfig, build_sft_set
-    from kbvqa.rl import SFTConfig, sft_train
 
     vlm = vlm or load_vlm("judge")
     t0 = time.perf_counter()
@@ -49,9 +54,6 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
 
 def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None):
     """A copy of ``cold`` after GRPO with Eq. 8 (``with_proc=False``: lambda_2 = 0); its curves go to ``log``."""
-    from kbvqa.models.vlm import VLM
-    from kbvqa.molt.rewards import MOLTRewardConfig, molt_grpo_rewards
-    from kbvqa.rl import GRPOConfig, grpo_train
 
     vlm = VLM.from_model(copy.deepcopy(cold.model), cold.processor)
     t0 = time.perf_counter()
@@ -68,8 +70,6 @@ def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: 
 
 def run_experiment(config: MOLTExperimentConfig) -> tuple[dict, dict]:
     """{row name: records} for every row of Tab. 5/6 (tiny model and scripted) and the training log."""
-    from kbvqa.data import get_world
-    from kbvqa.models.checkpoints import load_vlm
 
     world, log, rows = get_world(0), {}, {}
     items_all = eval_sets(world, world.kbvqa_test, config.gap, config.seed)
@@ -106,9 +106,6 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     import torch
 
-    from kbvqa.config import seed_everything
-    from kbvqa.experiments.runs import provenance
-    from kbvqa.molt.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -16,8 +16,20 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR
-from kbvqa.pipeline.results import EVIDENCE_FILE, RESULTS_DIR, ROW_BY_NAME, Row, load_stage_inputs, run_rows
+from kbvqa.config import DATA_DIR, seed_everything
+from kbvqa.data import get_world
+from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
+from kbvqa.pipeline.results import (
+    EVIDENCE_FILE,
+    RESULTS_DIR,
+    ROW_BY_NAME,
+    Row,
+    load_stage_inputs,
+    print_table,
+    run_rows,
+    summarise,
+    write_results,
+)
 
 
 def row_fingerprint(row: Row) -> str:
@@ -26,8 +38,6 @@ def row_fingerprint(row: Row) -> str:
 
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
     """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row."""
-    from kbvqa.data import get_world
-    from kbvqa.experiments.runs import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[:limit]
@@ -53,16 +63,12 @@ def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = 
 
 
 def main(argv=None) -> dict:
-    from kbvqa.experiments.runs import resumable_parser
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rows", ROW_BY_NAME, 200,
                               "first N test queries (evidence.json has 200)", RESULTS_DIR)
     args = parser.parse_args(argv)
     import torch
 
-    from kbvqa.config import seed_everything
-    from kbvqa.experiments.runs import provenance
-    from kbvqa.pipeline.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -20,7 +20,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR, get_profile, seed_everything
+from kbvqa.data import TOYWORLD_VERSION, get_world
 from kbvqa.experiments.runs import git_commit
+from kbvqa.models import load_vlm
+from kbvqa.models.checkpoints import gpu_checkpoint
 from kbvqa.rcts.context_kb import (
     RESULTS_DIR,
     answer_letters,
@@ -38,7 +41,6 @@ SOURCES = ("no context", "first candidate (no check)", "chosen by self-consisten
 
 def _weights_sha256(profile) -> str:
     if profile.is_gpu:
-        from kbvqa.models.checkpoints import gpu_checkpoint
 
         return f"hub:{gpu_checkpoint('reasoner')}"
     digest = hashlib.sha256((DATA_DIR / "tiny_vlm" / "model.safetensors").read_bytes())
@@ -50,8 +52,6 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
     """Build, measure and write; returns the results dict."""
     import torch
 
-    from kbvqa.data import TOYWORLD_VERSION, get_world
-    from kbvqa.models import load_vlm
 
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")

@@ -17,8 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+from kbvqa.config import seed_everything
+from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance, read_run
-from kbvqa.rcts.results import RESULTS_DIR
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.rcts.results import RESULTS_DIR, print_tables, summarise
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
 from kbvqa.rcts.settings import load_retrieval, retrieval_diagnostics, toy_setting
 
@@ -66,10 +69,6 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     import torch
 
-    from kbvqa.config import seed_everything
-    from kbvqa.data import get_world
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.rcts.results import print_tables, summarise
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

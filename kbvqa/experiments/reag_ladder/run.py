@@ -16,8 +16,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from kbvqa.config import seed_everything
+from kbvqa.data import get_world
+from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.reag.ladder import LadderConfig, load_evidence, run_rungs
-from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung
+from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung, print_table, summarise, write_results
 
 
 # ------------------------------------------------------------------------------ the run
@@ -35,8 +38,6 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
                fresh: bool = False) -> tuple[dict[str, list[dict]], dict]:
     """The whole experiment: records of every rung in ``out/runs/`` (resumed unless ``fresh``) and a
     training log; returns ({rung: records}, log)."""
-    from kbvqa.data import get_world
-    from kbvqa.experiments.runs import resumed_run
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[: config.limit]
@@ -62,16 +63,12 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
 
 
 def main(argv=None) -> dict:
-    from kbvqa.experiments.runs import resumable_parser
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rungs", RUNG_BY_NAME, LadderConfig.limit,
                               "first N test queries", RESULTS_DIR, what="rungs")
     args = parser.parse_args(argv)
     import torch
 
-    from kbvqa.config import seed_everything
-    from kbvqa.experiments.runs import provenance
-    from kbvqa.reag.results import print_table, summarise, write_results
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

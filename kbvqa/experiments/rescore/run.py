@@ -15,7 +15,13 @@ import datetime
 import json
 from pathlib import Path
 
+from kbvqa.config import DATA_DIR
+from kbvqa.data import get_world
 from kbvqa.experiments.runs import git_commit, read_run
+from kbvqa.metrics import kbvqa_split_of, score_records
+from kbvqa.models.model_card import kbvqa_rows
+from kbvqa.models.pretrain_mix import eval_examples
+from kbvqa.models.tiny import load_tiny_vlm
 
 SCORER = "kbvqa.metrics.official_correct (InfoSeek pointwise; E-VQA multi-answer IoU)"
 SUMMARY_KEYS = {"reag": ("paper_source", "paper_key", "n", "rows", "diagnostics", "paper_tab4"),
@@ -25,7 +31,6 @@ SUMMARY_KEYS = {"reag": ("paper_source", "paper_key", "n", "rows", "diagnostics"
 def rescore_runs(runs_dir: Path, world, keep_verdict=()) -> tuple[dict[str, list[dict]], dict[str, int]]:
     """``({row: records}, {row: verdicts changed})`` for every ``runs_dir/*.jsonl``, rewritten in
     place with official verdicts and splits; rows in ``keep_verdict`` only get their split."""
-    from kbvqa.metrics import kbvqa_split_of, score_records
 
     queries = world.kbvqa_test
     by_id = {q.id: q for q in queries}
@@ -49,7 +54,6 @@ def rescore_runs(runs_dir: Path, world, keep_verdict=()) -> tuple[dict[str, list
 
 def rescore_table(kind: str, out: Path | None = None, world=None) -> dict:
     """Rescore the committed runs of ``kind`` ("reag" or "pipeline") and rewrite its table."""
-    from kbvqa.data import get_world
 
     if kind == "reag":
         from kbvqa.reag import results as package
@@ -76,11 +80,6 @@ def rescore_tiny_card(vlm_dir: Path | None = None) -> dict:
     """The tiny model's card with its KB-VQA rows re-run greedily and judged officially; returns it."""
     import torch
 
-    from kbvqa.config import DATA_DIR
-    from kbvqa.data import get_world
-    from kbvqa.models.model_card import kbvqa_rows
-    from kbvqa.models.pretrain_mix import eval_examples
-    from kbvqa.models.tiny import load_tiny_vlm
 
     vlm_dir = Path(vlm_dir or DATA_DIR / "tiny_vlm")
     card = json.loads((vlm_dir / "card.json").read_text())

@@ -16,8 +16,12 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from kbvqa.config import get_profile, seed_everything
+from kbvqa.data.toyworld import get_world
+from kbvqa.experiments.runs import provenance
+from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
-from kbvqa.serts.results import METHODS, RESULTS_DIR
+from kbvqa.serts.results import METHODS, RESULTS_DIR, print_tables, summarise, write_results
 
 
 def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS, log=print) -> list[dict]:
@@ -45,11 +49,6 @@ def write_run(path: Path, header: dict, records: list[dict]) -> None:
 def main(argv=None) -> dict:
     import torch
 
-    from kbvqa.config import get_profile, seed_everything
-    from kbvqa.data.toyworld import get_world
-    from kbvqa.experiments.runs import provenance
-    from kbvqa.models.checkpoints import load_vlm
-    from kbvqa.serts.results import print_tables, summarise, write_results
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scripted-n", type=int, default=ExperimentConfig.scripted_n)
