@@ -116,13 +116,11 @@ def test_evaluate_scores_with_the_task_reward(world):
 
 
 def test_run_rungs_cheap_rungs_with_a_fake_generator(world, monkeypatch):
-    import kbvqa.models.checkpoints as checkpoints
-
     queries = world.kbvqa_test[:4]
     noise = [p.id for p in world.documents[-1].passages[:3]]
     ev = {q.id: _evidence(q, noise + [q.evidence_ids[0]], [q.evidence_ids[0]] + noise,
                           [0.9, 0.9, 0.9, 0.05], [0.9, 0.0, 0.0, 0.0]) for q in queries}
-    monkeypatch.setattr(checkpoints, "load_vlm", lambda role="generator", **kw: OracleGenerator(world, queries))
+    monkeypatch.setattr(ladder, "load_vlm", lambda role="generator", **kw: OracleGenerator(world, queries))
     seen = []
     out = ladder.run_rungs(world, queries, ev, LadderConfig(), rungs=res.CHEAP_RUNGS, done={"coarse": []},
                            on_records=lambda name, recs: seen.append(name))
@@ -221,14 +219,13 @@ def test_knowledge_base_looks_passages_up(world):
 
 
 def test_real_subset_ladder_says_why_it_is_skipped(monkeypatch):
-    import kbvqa.data as data
     from kbvqa.data import DatasetNotAvailable
     from kbvqa.reag.ladder import real_subset_ladder
 
     def unavailable(name, **kwargs):
         raise DatasetNotAvailable(f"{name}: the official annotation files are not under ~/data\nmore")
 
-    monkeypatch.setattr(data, "load_dataset", unavailable)
+    monkeypatch.setattr(ladder, "load_dataset", unavailable)
     with pytest.warns(UserWarning, match="skipped: infoseek: the official annotation files"):
         assert real_subset_ladder("infoseek", 5) == {}
     assert real_subset_ladder("infoseek", 0) == {}

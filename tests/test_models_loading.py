@@ -192,12 +192,12 @@ def test_hub_style_layout_loads_without_torchvision(family, processor_class, tmp
 
 def test_load_vlm_picks_weights_by_profile(monkeypatch):
     """cpu profile -> the shipped tiny checkpoint; gpu profile -> the hub id of the role."""
-    import kbvqa.models.tiny as tiny
+    import kbvqa.models.checkpoints as checkpoints
     from kbvqa.config import Profile
     from kbvqa.models import VLM, load_vlm
 
     calls = {}
-    monkeypatch.setattr(tiny, "load_tiny_vlm", lambda **kw: calls.setdefault("tiny", kw) or "tiny")
+    monkeypatch.setattr(checkpoints, "load_tiny_vlm", lambda **kw: calls.setdefault("tiny", kw) or "tiny")
     monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.setdefault("hub", (p, kw))))
     load_vlm("critic", Profile("cpu", "cpu", 1.0, 10))
     assert "tiny" in calls and "hub" not in calls
@@ -209,12 +209,12 @@ def test_load_vlm_picks_weights_by_profile(monkeypatch):
 
 def test_load_vlm_reader_role(monkeypatch):
     """The reader's role: the shipped reader in the cpu profile, SmolVLM-256M-Instruct in the gpu profile."""
-    import kbvqa.reader.ship as ship
+    import kbvqa.models.checkpoints as checkpoints
     from kbvqa.config import Profile
     from kbvqa.models import VLM, load_vlm
 
     calls = {}
-    monkeypatch.setattr(ship, "load_reader", lambda **kw: calls.setdefault("reader", kw) or "reader")
+    monkeypatch.setattr(checkpoints, "load_reader", lambda **kw: calls.setdefault("reader", kw) or "reader")
     monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.setdefault("hub", (p, kw))))
     load_vlm("reader", Profile("cpu", "cpu", 1.0, 10))
     assert "reader" in calls and "hub" not in calls

@@ -255,13 +255,16 @@ def test_bad_training_config_raises():
 def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monkeypatch):
     import dataclasses
 
-    from kbvqa.reader import build as reader_build
+    from kbvqa.reader import ship as reader_ship
+    from kbvqa.reader import train as reader_train
     from kbvqa.reader.ship import load_reader, reader_fingerprint
-    from kbvqa.reader.train import ReaderTrainConfig, Trainer
+    from kbvqa.reader.train import ReaderTrainConfig, Trainer, lr_at
 
-    real_build = reader_build.build_reader
-    monkeypatch.setattr(reader_build, "build_reader",
-                        lambda config=None, seed=0, base=None: real_build(dataclasses.replace(SMALL), seed, tiny_base))
+    def small_build(config=None, seed=0, base=None):
+        return build_reader(dataclasses.replace(SMALL), seed, tiny_base)
+
+    for module in (reader_train, reader_ship):           # the modules that call build_reader
+        monkeypatch.setattr(module, "build_reader", small_build)
     config = ReaderTrainConfig(image_size=56, views_per_entity=1, vision_steps=2, vision_batch=4, naming_steps=2,
                                naming_batch=2, mixture_steps=2, mixture_batch=1, eval_n=2, lora_rank=2, lora_alpha=4,
                                threads=1)
@@ -299,10 +302,13 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     with pytest.raises(ValueError, match="reopened"):
         again.reopen("vision")
     assert again.reopen("naming") and (again.state["stage"], again.state["step"], again.state["round"]) == ("naming", 2, 1)
+    assert again.restart_step() == 2          # a reopened stage warms up again from where it resumes
     state = again.run(progress=False)
     assert state["stage"] == "done"
     second = [(c["stage"], c["step"]) for c in state["curves"] if c["round"] == 1]
     assert second == [("naming", 2), ("mixture", 0), ("mixture", 1)]
+    first_lr = next(c["lr"] for c in state["curves"] if c["round"] == 1)
+    assert first_lr == pytest.approx(lr_at(0, 1, longer.naming_lr, longer.warmup_steps))   # warm-up, not the peak
     assert state["mixture_offset"] == 2 * config.mixture_batch         # the mixture goes on to fresh examples
     assert not Trainer(longer, run, world=world, base=tiny_base).reopen("naming")   # once per stage and folder
 

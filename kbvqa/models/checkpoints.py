@@ -15,6 +15,11 @@ Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loadi
 """
 from __future__ import annotations
 
+from kbvqa.config import get_profile
+from kbvqa.models.tiny import load_tiny_vlm
+from kbvqa.models.vlm import VLM
+from kbvqa.reader.ship import load_reader
+
 GPU_CHECKPOINTS = {
     "reader": "HuggingFaceTB/SmolVLM-256M-Instruct",   # the cpu reader's family at full size (chapter 01)
     "generator": "Qwen/Qwen2-VL-2B-Instruct",          # RCTS answers, SeRTS text generation
@@ -86,18 +91,10 @@ def load_vlm(role: str = "generator", profile=None, **kwargs):
     as their experiments are re-run on it). In the gpu profile: the hub checkpoint of
     ``gpu_checkpoint(role)`` on the profile's device. This is the one place where the profile decides
     which weights a notebook gets."""
-    from kbvqa.config import get_profile
-
     gpu_checkpoint(role)  # validates the role in both profiles
     profile = profile or get_profile()
     if profile.is_gpu:
-        from kbvqa.models.vlm import VLM
-
         return VLM.from_pretrained(gpu_checkpoint(role), device=profile.device, **kwargs)
     if role == "reader":
-        from kbvqa.reader.ship import load_reader
-
         return load_reader(**kwargs)
-    from kbvqa.models.tiny import load_tiny_vlm
-
     return load_tiny_vlm(**kwargs)

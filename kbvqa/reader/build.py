@@ -26,6 +26,10 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from kbvqa.models.processors import build_image_processor
+from kbvqa.models.vlm import VLM
+from kbvqa.reader.base import base_dir
+
 NEW_TOKENS = ("<fake_token_around_image>", "<image>", "<global-img>", "<end_of_utterance>")
 PAD_TOKEN = "<|endoftext|>"   # SmolLM2 pads with <|im_end|> (its EOS); a separate pad keeps EOS learnable
 CHATML_TEMPLATE = (
@@ -82,8 +86,6 @@ def reader_processor(tokenizer, config: ReaderConfig):
     """The official ``Idefics3Processor`` with the PIL image processor (no torchvision, no splitting)."""
     from transformers import Idefics3Processor
 
-    from kbvqa.models.processors import build_image_processor
-
     image_processor = build_image_processor("idefics3", config.image_size)
     return Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer,
                              image_seq_len=config.image_tokens, chat_template=tokenizer.chat_template)
@@ -113,9 +115,6 @@ def build_reader(config: ReaderConfig | None = None, seed: int = 0, base=None):
     (default ``base.base_dir()``)."""
     from safetensors.torch import load_file
     from transformers import AutoConfig, Idefics3ForConditionalGeneration
-
-    from kbvqa.models.vlm import VLM
-    from kbvqa.reader.base import base_dir
 
     config = config or ReaderConfig()
     base = base or base_dir()

@@ -27,7 +27,7 @@ import torch
 
 from kbvqa.config import DATA_DIR
 from kbvqa.reader.base import LICENCE
-from kbvqa.reader.build import CHATML_TEMPLATE, NEW_TOKENS, PAD_TOKEN, ReaderConfig
+from kbvqa.reader.build import CHATML_TEMPLATE, NEW_TOKENS, PAD_TOKEN, ReaderConfig, build_reader
 
 READER_DIR = DATA_DIR / "reader"
 TENSOR_FILES = ("vision.safetensors", "adapter.safetensors", "new_embeddings.safetensors")
@@ -83,8 +83,6 @@ def reader_fingerprint(path=READER_DIR) -> str:
 def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None):
     """The shipped reader as a ``VLM`` (adapters merged unless ``merge=False``), in eval mode."""
     from safetensors.torch import load_file
-
-    from kbvqa.reader.build import build_reader
 
     path = Path(path)
     missing = [n for n in TENSOR_FILES + ("reader.json",) if not (path / n).is_file()]

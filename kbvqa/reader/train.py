@@ -31,7 +31,13 @@ from pathlib import Path
 
 import torch
 
-from kbvqa.reader.tasks import READER_WEIGHTS, to_pixels
+from kbvqa.data import get_world
+from kbvqa.models.loading import resolve_device
+from kbvqa.models.tiny import train_loss
+from kbvqa.reader.base import reader_cache_dir
+from kbvqa.reader.build import ReaderConfig, build_reader
+from kbvqa.reader.card import quick_checks
+from kbvqa.reader.tasks import READER_WEIGHTS, ViewBank, creature_name, iter_reader_examples, mix_config, to_pixels
 
 STAGES = ("vision", "naming", "mixture", "done")
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -85,8 +91,6 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
 
 
 def default_run_dir() -> Path:
-    from kbvqa.reader.base import reader_cache_dir
-
     return reader_cache_dir() / "run"
 
 
@@ -107,16 +111,11 @@ class Trainer:
     """Holds the reader, the stage's optimiser and the curves; one ``run`` goes stage to stage."""
 
     def __init__(self, config: ReaderTrainConfig, run_dir: Path, world=None, base=None):
-        from kbvqa.data import get_world
-        from kbvqa.reader.build import ReaderConfig, build_reader
-
         self.config, self.run_dir = config, Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(config.threads)
         self.world = world or get_world(config.world_seed)
         self.vlm = build_reader(ReaderConfig(image_size=config.image_size), seed=config.seed, base=base)
-        from kbvqa.models.loading import resolve_device
-
         self.device = resolve_device(config.device)
         self.vlm.model.to(self.device)
         self.state = {"stage": "vision", "step": 0, "curves": [], "evals": [], "wall_s": 0.0,
@@ -171,8 +170,6 @@ class Trainer:
             p.requires_grad_(False)
         vision, connector = core.model.vision_model, core.model.connector
         if stage == "vision":
-            from kbvqa.reader.tasks import ViewBank
-
             self.bank = ViewBank(self.world, c.views_per_entity, c.image_size, seed=c.seed)
             self.heads = VisionHeads(vision.config.hidden_size, self.bank.heads()).to(self.device)
             if blob and blob.get("heads"):
@@ -217,8 +214,8 @@ class Trainer:
 
     def reopen(self, stage: str) -> bool:
         """Go back to ``stage`` of a run past it, to train it longer (a warm restart): it resumes at
-        the step it ended on, so a larger ``<stage>_steps`` gives the extra steps, the learning rate
-        back near its peak on the new cosine (``lr_at``); later stages then rerun from step 0 (the
+        the step it ended on, so a larger ``<stage>_steps`` gives the extra steps, with a fresh warm-up
+        and cosine over them (``_set_lr``); later stages then rerun from step 0 (the
         mixture on fresh examples). Points logged after a reopen carry ``round`` 1, 2, ... Applied
         once per stage and run folder; returns whether it reopened."""
         if stage not in ("naming", "mixture"):
@@ -236,9 +233,22 @@ class Trainer:
         self.save()
         return True
 
+    def restart_step(self) -> int:
+        """The step the current stage (re)started at this round: where this round's reopen resumed it,
+        else 0 (every reopen starts a round, so the i-th reopen record belongs to round i + 1)."""
+        s = self.state
+        starts = [r["at_step"] for i, r in enumerate(s.get("reopened", []))
+                  if r["to"] == s["stage"] and i + 1 == s.get("round", 0)]
+        return starts[0] if starts else 0
+
     def _set_lr(self, total: int) -> None:
+        """``lr_at`` counted from the stage's (re)start: a reopened stage warms up again, because its
+        AdamW moments start from zero and the first steps at a near-peak rate would move every weight
+        by about the learning rate (measured: round 2's mixture reopened at 0.79 x peak without a
+        warm-up took the loss from 0.24 to 2.2 and naming from 0.53 to 0.0 within 100 steps)."""
+        start = self.restart_step()
         for g in self.optimizer.param_groups:
-            g["lr"] = lr_at(self.state["step"], total, g["peak"], self.config.warmup_steps)
+            g["lr"] = lr_at(self.state["step"] - start, total - start, g["peak"], self.config.warmup_steps)
 
     def _log(self, loss: float, seconds: float, **extra) -> None:
         s = self.state
@@ -258,16 +268,11 @@ class Trainer:
                    for k, (w, lg) in enumerate(zip(weights, logits)))
 
     def naming_step(self, rng: random.Random):
-        from kbvqa.models.tiny import train_loss
-        from kbvqa.reader.tasks import creature_name, mix_config
-
         cfg = mix_config(self.config.image_size, self.config.seed)
         examples = [creature_name(self.world, rng, cfg) for _ in range(self.config.naming_batch)]
         return train_loss(self.vlm, examples)
 
     def mixture_step(self, stream):
-        from kbvqa.models.tiny import train_loss
-
         examples = [next(stream) for _ in range(self.config.mixture_batch)]
         return train_loss(self.vlm, examples)
 
@@ -279,8 +284,6 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run(self, max_minutes: float | None = None, progress: bool = True) -> dict:
         from tqdm.auto import tqdm
-
-        from kbvqa.reader.tasks import iter_reader_examples, mix_config
 
         c, start = self.config, time.time()
         if self.optimizer is None and self.state["stage"] != "done":
@@ -331,8 +334,6 @@ class Trainer:
     @torch.no_grad()
     def evaluate(self) -> dict:
         """A quick check on the TEST split: view classification, naming, or teacher-forced KB-VQA."""
-        from kbvqa.reader.card import quick_checks
-
         t0 = time.time()
         self.vlm.model.eval()
         point = {"stage": self.state["stage"], "step": self.state["step"], "round": self.state.get("round", 0),

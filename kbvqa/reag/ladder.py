@@ -30,8 +30,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kbvqa.config import get_profile
+from kbvqa.data import DatasetNotAvailable, load_dataset
+from kbvqa.data.datasets import load_knowledge_base
+from kbvqa.metrics import kbvqa_split_of, official_correct
+from kbvqa.models.checkpoints import load_vlm
+from kbvqa.parsers import parse_think_answer
+from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
 from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
 from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RUNG_BY_NAME, RUNGS, Rung
+from kbvqa.reag.rewards import format_reward
+from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
+from kbvqa.retrieval.subject_grounding import get_grounder
 
 
 @dataclass(frozen=True)
@@ -54,8 +64,6 @@ class LadderConfig:
     batch_size: int = 16          # prompts per generate call
 
     def __post_init__(self):
-        from kbvqa.reag.critic import check_threshold
-
         ints = ("limit", "critic_steps", "sft_steps", "cold_steps", "train_examples", "grpo_steps",
                 "prompts_per_step", "max_new_tokens", "batch_size")
         for name in ints:
@@ -102,11 +110,6 @@ def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retrieve
     """{query id: {coarse, fine (passage ids), coarse_scores, fine_scores (P(Yes)), threshold,
     evidence}} for ``queries``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the
     profile's grounder) and the critic's P(Yes) of every retrieved passage (None without a critic)."""
-    from kbvqa.config import get_profile
-    from kbvqa.reag.critic import Critic, CriticConfig
-    from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
-    from kbvqa.retrieval.subject_grounding import get_grounder
-
     profile = get_profile()
     if retriever is None:
         overrides = {"k": config.k} if config.k else {}
@@ -131,11 +134,6 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
     """Greedy answers of ``generator`` on ``rung`` (ReAG generator prompt with the rung's passages),
     one record per query, its answer scored by the official scorer of its kind
     (``kbvqa.metrics.official_correct``) and tagged with its split."""
-    from kbvqa.metrics import kbvqa_split_of, official_correct
-    from kbvqa.parsers import parse_think_answer
-    from kbvqa.reag.critic import CriticConfig, generator_prompt
-    from kbvqa.reag.rewards import format_reward
-
     cc = CriticConfig.for_profile()
     passages = [rung_passages(rung, evidence[q.id]) for q in queries]
     prompts = [generator_prompt(q, [world.passage(p) for p in ps], cc.short_prompts, cc.image_size)
@@ -179,8 +177,6 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
     """Records of each rung in ``rungs`` (names; default all) for ``queries``. Rungs listed in
     ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
     generators are built in order and the cold start is reused as the start of GRPO."""
-    from kbvqa.models.checkpoints import load_vlm
-
     names = list(rungs or RUNG_BY_NAME)
     unknown = [n for n in names if n not in RUNG_BY_NAME]
     if unknown:
@@ -220,10 +216,6 @@ def real_subset_ladder(name: str = "infoseek", n: int = 50, max_docs: int = 2000
     """{rung: records} of the cheap rungs on the first ``n`` queries of dataset ``name``
     ("infoseek" or "evqa"); ``{}`` when ``n == 0``, and ``{}`` with a warning that says why when the
     dataset or its knowledge base cannot be read here (``DatasetNotAvailable``)."""
-    from kbvqa.data import DatasetNotAvailable, load_dataset
-    from kbvqa.data.datasets import load_knowledge_base
-    from kbvqa.models.checkpoints import load_vlm
-
     if name not in ("infoseek", "evqa"):
         raise ValueError(f"the ReAG ladder runs on 'infoseek' or 'evqa', got {name!r}")
     if not isinstance(n, int) or n < 0:
