@@ -29,8 +29,11 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 from kbvqa.metrics.intervals import paired_bootstrap
+from kbvqa.molt import paper as molt_paper
+from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
 from kbvqa.reag.results import RUNG_BY_NAME
+from kbvqa.serts import paper as serts_paper
 
 __all__ = ["PAPER_FLAT", "PARTS", "Effect", "all_effects", "direction", "effect_rows",
            "molt_effects", "rcts_effects", "reag_effects", "serts_effects", "verdict", "verdict_counts"]
@@ -97,23 +100,21 @@ _RCTS_WHY = ("the tiny model answers every multiple-choice question with the sam
 
 def rcts_effects(out: Path | None = None) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
-    from kbvqa.rcts.paper import PAPER_TAB2, PAPER_TAB4, PAPER_TAB5
-
     out = Path(out or DATA_DIR / "experiments" / "rcts")
     _load(out / "results.json")
     runs = read_runs(out)
-    tab2 = PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]
+    tab2 = rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]
     specs = [("Vanilla-RAG vs zero-shot", "Tab. 2 ScienceQA 2B", "zero_shot", "vanilla_rag",
               (tab2["zero_shot"], tab2["vanilla_rag"])),
              ("random ICL vs zero-shot", "Tab. 2 ScienceQA 2B", "zero_shot", "icl_random",
               (tab2["zero_shot"], tab2["icl_random"])),
              ("RCTS vs Vanilla-RAG", "Tab. 2 ScienceQA 2B", "vanilla_rag", "rcts", (tab2["vanilla_rag"], tab2["rcts"])),
              ("+ reasoning context (no MCTS)", "Tab. 4 ScienceQA 7B", "vanilla_rag", "vanilla_rag_rc",
-              (PAPER_TAB4[(False, False)]["ScienceQA"], PAPER_TAB4[(False, True)]["ScienceQA"])),
+              (rcts_paper.PAPER_TAB4[(False, False)]["ScienceQA"], rcts_paper.PAPER_TAB4[(False, True)]["ScienceQA"])),
              ("+ MCTS-HR (no reasoning context)", "Tab. 4 ScienceQA 7B", "vanilla_rag", "rcts_no_rc",
-              (PAPER_TAB4[(False, False)]["ScienceQA"], PAPER_TAB4[(True, False)]["ScienceQA"])),
+              (rcts_paper.PAPER_TAB4[(False, False)]["ScienceQA"], rcts_paper.PAPER_TAB4[(True, False)]["ScienceQA"])),
              ("alpha 0.2 vs 1 (Eq. 9)", "Tab. 5 ScienceQA 7B", "rcts_sweep_alpha=1", "rcts_sweep_alpha=0.2",
-              (PAPER_TAB5[1.0]["ScienceQA"], PAPER_TAB5[0.2]["ScienceQA"]))]
+              (rcts_paper.PAPER_TAB5[1.0]["ScienceQA"], rcts_paper.PAPER_TAB5[0.2]["ScienceQA"]))]
     effects = []
     for name, source, base, treat, paper in specs:
         if base not in runs or treat not in runs:
@@ -166,8 +167,7 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
 def serts_effects(out: Path | None = None) -> list[Effect]:
     """SeRTS Tab. 3 (retrieval F1) and Tab. 6 (ROUGE-2 F1 of the answers), our scripted models
     standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
-    from kbvqa.serts.paper import PAPER_TAB3, PAPER_TAB6
-
+    tab3, tab6 = serts_paper.PAPER_TAB3, serts_paper.PAPER_TAB6
     results = _load(Path(out or DATA_DIR / "experiments" / "serts") / "results.json")
     setup = results["setups"].get("scripted")
     if setup is None:
@@ -176,13 +176,13 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
     why = ("scripted proposer and evaluator on the toy literature corpus stand for GPT-3.5; answers are "
            "written by the tiny model (ROUGE against toy ideal answers)")
     specs = [("SeRTS (Sim 12) vs BM25", "Tab. 3 F1, GPT-3.5", "f1", "bm25", "serts_12",
-              (PAPER_TAB3["bm25"]["any"][2], PAPER_TAB3["serts_12"]["gpt-3.5"][2])),
+              (tab3["bm25"]["any"][2], tab3["serts_12"]["gpt-3.5"][2])),
              ("SeRTS vs self-reflection (Sim 12)", "Tab. 3 F1, GPT-3.5", "f1", "reflection_12", "serts_12",
-              (PAPER_TAB3["reflection_12"]["gpt-3.5"][2], PAPER_TAB3["serts_12"]["gpt-3.5"][2])),
+              (tab3["reflection_12"]["gpt-3.5"][2], tab3["serts_12"]["gpt-3.5"][2])),
              ("SeRTS vs BM25, answers", "Tab. 6 ROUGE-2 F1", "rouge2_f", "bm25", "serts_12",
-              (PAPER_TAB6["bm25"][1], PAPER_TAB6["serts_12"][1])),
+              (tab6["bm25"][1], tab6["serts_12"][1])),
              ("MAX UCB vs RANDOM policy, answers", "Tab. 6 ROUGE-2 F1", "rouge2_f", "serts_random_12", "serts_12",
-              (PAPER_TAB6["serts_random_12"][1], PAPER_TAB6["serts_12"][1]))]
+              (tab6["serts_random_12"][1], tab6["serts_12"][1]))]
     effects = []
     for name, source, key, base, treat, paper in specs:
         if base not in rows or treat not in rows:
@@ -203,8 +203,6 @@ _SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round
 def molt_effects(out: Path | None = None) -> list[Effect]:
     """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
     tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
-    from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
-
     results = _load(Path(out or DATA_DIR / "experiments" / "molt") / "results.json")
     rows = results["rows"]
     why = ("a 1.4 M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
@@ -226,10 +224,10 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
         if base not in rows or treat not in rows:
             continue
         if tab5 is not None:
-            paper = (PAPER_TAB5[tab5[0]][2], PAPER_TAB5[tab5[1]][2])
+            paper = (molt_paper.PAPER_TAB5[tab5[0]][2], molt_paper.PAPER_TAB5[tab5[1]][2])
         else:
             other = "strong_to_weak" if base.endswith("strong_to_weak") else "random"
-            paper = (PAPER_TAB6[other], PAPER_TAB6["weak_to_strong"])
+            paper = (molt_paper.PAPER_TAB6[other], molt_paper.PAPER_TAB6["weak_to_strong"])
         b, t = rows[base], rows[treat]
         d = t["accuracy"] - b["accuracy"]
         se = math.sqrt(sum(r["accuracy"] * (1 - r["accuracy"]) / max(r["n"], 1) for r in (b, t)))

@@ -30,6 +30,9 @@ from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
 from kbvqa.molt.paper import PAPER_KEY, PAPER_TAB5, PAPER_TAB6
 
+RESULTS_DIR = DATA_DIR / "experiments" / "molt"
+
+
 TAB5_ROWS = {"zero_shot_one_shot": 0, "zero_shot_tournament": 1, "sft_tournament": 2,
              "grpo_no_proc_tournament": 3, "grpo_full_weak_to_strong": 4}
 ORDER_LABEL = {"random": "Random Shuffle", "strong_to_weak": "Strong-to-Weak (start with c_1)",
@@ -124,14 +127,10 @@ def write_results(results: dict, records: dict[str, list[dict]], out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.molt.results import RESULTS_DIR
-
     return json.loads((Path(out or RESULTS_DIR) / "results.json").read_text())
 
 
 def load_records(out=None) -> dict[str, list[dict]]:
-    from kbvqa.molt.results import RESULTS_DIR
-
     rows: dict[str, list[dict]] = {}
     for line in (Path(out or RESULTS_DIR) / "runs.jsonl").read_text().splitlines():
         if line.strip():
@@ -156,6 +155,3 @@ def moving_average(values, window: int) -> list[float]:
         raise ValueError(f"window must be a positive int, got {window!r}")
     return [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1])
             for i in range(len(values))]
-
-
-RESULTS_DIR = DATA_DIR / "experiments" / "molt"

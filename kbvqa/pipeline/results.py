@@ -36,6 +36,46 @@ from kbvqa.models.checkpoints import load_vlm
 from kbvqa.pipeline import PipelineConfig, run_pipeline
 from kbvqa.reag.results import live_agreement, split_columns
 
+RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"
+
+
+EVIDENCE_FILE = DATA_DIR / "experiments" / "reag" / "evidence.json"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str                 # file and row name
+    label: str                # printed label
+    config: PipelineConfig
+    versus: str | None = None  # the row it is compared with (paired bootstrap); None: none
+    diagnostic: bool = False   # not a pipeline setting: a ceiling
+
+
+_OFF = {"critic": False, "rerank": "none"}
+
+
+ROWS = (
+    Row("reader_alone", "reader alone (question + image)", PipelineConfig(retrieval="none", **_OFF)),
+    Row("coarse", "coarse retrieval (every passage)", PipelineConfig(retrieval="coarse", **_OFF), "reader_alone"),
+    Row("coarse_fine", "+ fine retrieval (subject crop)", PipelineConfig(retrieval="coarse_fine", **_OFF), "coarse"),
+    Row("critic", "+ critic (P(Yes) > 0.1)", PipelineConfig(rerank="none"), "coarse_fine"),
+    Row("critic_top1", "+ rerank by P(Yes), keep 1", PipelineConfig(rerank="critic", keep=1), "critic"),
+    Row("ladder", "+ ladder, one pass (N = 5)", PipelineConfig(rerank="ladder"), "critic_top1"),
+    Row("ladder_no_critic", "ladder without the critic (retrieval order)",
+        PipelineConfig(critic=False, rerank="ladder"), "ladder"),
+    Row("iterative", "ladder, iterative pairwise (N = 5)", PipelineConfig(rerank="iterative"), "ladder"),
+    Row("oracle_ladder", "perfect ladder (evidence if among the 5)", PipelineConfig(rerank="oracle"), "ladder", True),
+    Row("evidence_alone", "evidence passage alone (reader ceiling)", PipelineConfig(retrieval="evidence", **_OFF),
+        None, True),
+)
+
+
+ROW_BY_NAME = {r.name: r for r in ROWS}
+
+
+LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none
+
+
 __all__ = ["LOSSES", "STAGES", "live_agreement", "load_records", "load_results", "load_stage_inputs", "print_table",
            "run_rows", "summarise", "table_rows", "where_lost", "write_results"]
 
@@ -68,8 +108,6 @@ def _mean(values) -> float | None:
 
 def summarise(records: dict[str, list[dict]], **extra) -> dict:
     """The ablation table from ``{row: records}``; ``extra`` (provenance, seconds) stored as is."""
-    from kbvqa.pipeline.results import ROW_BY_NAME, ROWS
-
     names = [r.name for r in ROWS if records.get(r.name)]
     if not names:
         raise ValueError("no row has records")
@@ -110,8 +148,6 @@ def write_results(results: dict, out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.pipeline.results import RESULTS_DIR
-
     path = Path(out or RESULTS_DIR) / "results.json"
     if not path.exists():
         raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.pipeline_ablation`")
@@ -120,8 +156,6 @@ def load_results(out=None) -> dict:
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{row: committed records} from ``out/runs/*.jsonl``."""
-    from kbvqa.pipeline.results import RESULTS_DIR, ROW_BY_NAME
-
     runs = Path(out or RESULTS_DIR) / "runs"
     return {n: read_run(runs / f"{n}.jsonl")[1] for n in ROW_BY_NAME if (runs / f"{n}.jsonl").exists()}
 
@@ -140,46 +174,6 @@ def print_table(results: dict) -> None:
         label = ("(diag.) " if r["diagnostic"] else "") + r["label"]
         recall = " ".join(f"{r[k]:10.3f}" for k, _ in STAGES)
         print(f"{label[:44]:44} {r['accuracy']:6.3f} [{r['low']:.3f}, {r['high']:.3f}] {r['passages']:6.1f} {recall}")
-
-
-RESULTS_DIR = DATA_DIR / "experiments" / "pipeline"
-
-
-EVIDENCE_FILE = DATA_DIR / "experiments" / "reag" / "evidence.json"
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str                 # file and row name
-    label: str                # printed label
-    config: PipelineConfig
-    versus: str | None = None  # the row it is compared with (paired bootstrap); None: none
-    diagnostic: bool = False   # not a pipeline setting: a ceiling
-
-
-_OFF = {"critic": False, "rerank": "none"}
-
-
-ROWS = (
-    Row("reader_alone", "reader alone (question + image)", PipelineConfig(retrieval="none", **_OFF)),
-    Row("coarse", "coarse retrieval (every passage)", PipelineConfig(retrieval="coarse", **_OFF), "reader_alone"),
-    Row("coarse_fine", "+ fine retrieval (subject crop)", PipelineConfig(retrieval="coarse_fine", **_OFF), "coarse"),
-    Row("critic", "+ critic (P(Yes) > 0.1)", PipelineConfig(rerank="none"), "coarse_fine"),
-    Row("critic_top1", "+ rerank by P(Yes), keep 1", PipelineConfig(rerank="critic", keep=1), "critic"),
-    Row("ladder", "+ ladder, one pass (N = 5)", PipelineConfig(rerank="ladder"), "critic_top1"),
-    Row("ladder_no_critic", "ladder without the critic (retrieval order)",
-        PipelineConfig(critic=False, rerank="ladder"), "ladder"),
-    Row("iterative", "ladder, iterative pairwise (N = 5)", PipelineConfig(rerank="iterative"), "ladder"),
-    Row("oracle_ladder", "perfect ladder (evidence if among the 5)", PipelineConfig(rerank="oracle"), "ladder", True),
-    Row("evidence_alone", "evidence passage alone (reader ceiling)", PipelineConfig(retrieval="evidence", **_OFF),
-        None, True),
-)
-
-
-ROW_BY_NAME = {r.name: r for r in ROWS}
-
-
-LIVE_ROWS = ("reader_alone", "critic_top1", "ladder", "oracle_ladder")   # cheap: one passage or none
 
 
 def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:

@@ -29,6 +29,43 @@ from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answ
 from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
 
+RESULTS_DIR = DATA_DIR / "experiments" / "reag"
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str            # file and row name
+    label: str           # printed label
+    coarse: bool         # coarse retrieval (image -> pages)
+    fine: bool           # + fine retrieval (crop -> pages, merged by max)
+    critic: bool         # Eq. 4 filter
+    generator: str       # "zero_shot", "sft", "cold_start" or "rl"
+    oracle: bool = False  # diagnostic: the evidence passage alone instead of the retrieved ones
+
+
+RUNGS = (
+    Rung("no_retrieval", "no retrieval (question + image)", False, False, False, "zero_shot"),
+    Rung("coarse", "coarse retrieval", True, False, False, "zero_shot"),
+    Rung("coarse_critic", "+ critic", True, False, True, "zero_shot"),
+    Rung("fine_critic", "+ fine retrieval", True, True, True, "zero_shot"),
+    Rung("sft", "+ SFT (answer only)", True, True, True, "sft"),
+    Rung("traces", "+ traces (cold start, alpha = 0.8)", True, True, True, "cold_start"),
+    Rung("rl", "+ RL (GRPO from the cold start)", True, True, True, "rl"),
+)
+
+
+ORACLE_RUNGS = (
+    Rung("oracle_zero_shot", "evidence alone, zero-shot", False, False, False, "zero_shot", oracle=True),
+    Rung("oracle_traces", "evidence alone, cold start", False, False, False, "cold_start", oracle=True),
+    Rung("oracle_rl", "evidence alone, GRPO", False, False, False, "rl", oracle=True),
+)
+
+
+RUNG_BY_NAME = {r.name: r for r in RUNGS + ORACLE_RUNGS}
+
+
+CHEAP_RUNGS = ("no_retrieval", "coarse", "coarse_critic", "fine_critic")   # no generator training
+
 
 def _mean(values) -> float | None:
     values = list(values)
@@ -39,8 +76,6 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
     """The ladder table from ``{rung: records}`` (rungs in ladder order). All rungs are cut to the
     queries every rung answered, so the rows compare pairwise. ``extra`` (config, training,
     provenance) is stored as is."""
-    from kbvqa.reag.results import ORACLE_RUNGS, RUNG_BY_NAME, RUNGS
-
     names = [r.name for r in RUNGS if records.get(r.name)]
     if not names:
         raise ValueError("no rung has records")
@@ -91,15 +126,11 @@ def write_results(results: dict, out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.reag.results import RESULTS_DIR
-
     return json.loads((Path(out or RESULTS_DIR) / "results.json").read_text())
 
 
 def load_records(out=None) -> dict[str, list[dict]]:
     """{rung: committed records} from ``out/runs/*.jsonl`` (header dropped)."""
-    from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME
-
     runs = Path(out or RESULTS_DIR) / "runs"
     return {name: read_run(runs / f"{name}.jsonl")[1] for name in RUNG_BY_NAME if (runs / f"{name}.jsonl").exists()}
 
@@ -143,41 +174,3 @@ def live_agreement(live: dict[str, list[dict]], committed: dict[str, list[dict]]
                     "high": round(agreement.high, 3), "committed": agreement.reference, "agrees": agreement.agrees,
                     "same_answers": same_answers([r["answer"] for r in recs], [r["answer"] for r in ref])})
     return out
-
-
-RESULTS_DIR = DATA_DIR / "experiments" / "reag"
-
-
-@dataclass(frozen=True)
-class Rung:
-    name: str            # file and row name
-    label: str           # printed label
-    coarse: bool         # coarse retrieval (image -> pages)
-    fine: bool           # + fine retrieval (crop -> pages, merged by max)
-    critic: bool         # Eq. 4 filter
-    generator: str       # "zero_shot", "sft", "cold_start" or "rl"
-    oracle: bool = False  # diagnostic: the evidence passage alone instead of the retrieved ones
-
-
-RUNGS = (
-    Rung("no_retrieval", "no retrieval (question + image)", False, False, False, "zero_shot"),
-    Rung("coarse", "coarse retrieval", True, False, False, "zero_shot"),
-    Rung("coarse_critic", "+ critic", True, False, True, "zero_shot"),
-    Rung("fine_critic", "+ fine retrieval", True, True, True, "zero_shot"),
-    Rung("sft", "+ SFT (answer only)", True, True, True, "sft"),
-    Rung("traces", "+ traces (cold start, alpha = 0.8)", True, True, True, "cold_start"),
-    Rung("rl", "+ RL (GRPO from the cold start)", True, True, True, "rl"),
-)
-
-
-ORACLE_RUNGS = (
-    Rung("oracle_zero_shot", "evidence alone, zero-shot", False, False, False, "zero_shot", oracle=True),
-    Rung("oracle_traces", "evidence alone, cold start", False, False, False, "cold_start", oracle=True),
-    Rung("oracle_rl", "evidence alone, GRPO", False, False, False, "rl", oracle=True),
-)
-
-
-RUNG_BY_NAME = {r.name: r for r in RUNGS + ORACLE_RUNGS}
-
-
-CHEAP_RUNGS = ("no_retrieval", "coarse", "coarse_critic", "fine_critic")   # no generator training

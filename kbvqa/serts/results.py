@@ -29,6 +29,30 @@ from kbvqa.experiments.runs import committed_for
 from kbvqa.metrics.intervals import check_agreement, same_answers
 from kbvqa.serts.paper import PAPER_KEY, PAPER_MODEL_OF, PAPER_TAB3, PAPER_TAB4, PAPER_TAB6, PAPER_TAB9
 
+RESULTS_DIR = DATA_DIR / "experiments" / "serts"
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str             # record and row name
+    label: str            # printed label
+    kind: str             # "bm25" | "gold" | "reflection" | "serts"
+    sim: int = 0          # Sim of Alg. 1 / 2 (0: no search)
+    policy: str = "ucb"   # SeRTS selection (Tab. 6): "ucb" (C = 0.1) | "greedy" (C = 0) | "random"
+
+
+METHODS = (
+    Method("bm25", "BM25 (question as query)", "bm25"),
+    Method("ground_truth", "gold abstracts (ceiling)", "gold"),
+    Method("reflection_6", "self-reflection (Sim 6)", "reflection", 6),
+    Method("serts_6", "SeRTS (Sim 6, MAX UCB)", "serts", 6),
+    Method("reflection_12", "self-reflection (Sim 12)", "reflection", 12),
+    Method("serts_12", "SeRTS (Sim 12, MAX UCB C = 0.1)", "serts", 12),
+    Method("serts_random_12", "SeRTS (Sim 12, RANDOM)", "serts", 12, "random"),
+    Method("serts_greedy_12", "SeRTS (Sim 12, MAX UCB C = 0)", "serts", 12, "greedy"),
+)
+
+
 RETRIEVAL_KEYS = ("precision", "recall", "f1", "hit")
 ANSWER_KEYS = ("rouge2_r", "rouge2_f", "rougesu4_r", "rougesu4_f")
 SEARCH_KEYS = ("generated_tokens", "proposer_calls", "evaluator_calls", "nodes", "stopped_early",
@@ -65,8 +89,6 @@ def _paper(name: str, setup: str) -> dict:
 def summarise(runs: dict[str, list[dict]], **extra) -> dict:
     """``{setup: records}`` -> per setup, one row per method (``METHODS`` order): n, per-seed means,
     and ``{metric: [mean, spread]}`` over seeds, next to the paper's numbers. ``extra`` is stored."""
-    from kbvqa.serts.results import METHODS
-
     setups = {}
     for setup, records in runs.items():
         if not records:
@@ -108,14 +130,10 @@ def write_results(results: dict, out) -> None:
 
 
 def load_results(out=None) -> dict:
-    from kbvqa.serts.results import RESULTS_DIR
-
     return json.loads((Path(out or RESULTS_DIR) / "results.json").read_text())
 
 
 def load_records(setup: str, out=None) -> list[dict]:
-    from kbvqa.serts.results import RESULTS_DIR, read_run
-
     return read_run(Path(out or RESULTS_DIR) / "runs" / f"{setup}.jsonl")[1]
 
 
@@ -185,30 +203,6 @@ def live_agreement(live: list[dict], committed: list[dict]) -> list[dict]:
                     "same abstracts": same_answers([r["docs"] for r in recs], [r["docs"] for r in ref]),
                     "same answers": same_answers([r["answer"] for r in recs], [r["answer"] for r in ref])})
     return out
-
-
-RESULTS_DIR = DATA_DIR / "experiments" / "serts"
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str             # record and row name
-    label: str            # printed label
-    kind: str             # "bm25" | "gold" | "reflection" | "serts"
-    sim: int = 0          # Sim of Alg. 1 / 2 (0: no search)
-    policy: str = "ucb"   # SeRTS selection (Tab. 6): "ucb" (C = 0.1) | "greedy" (C = 0) | "random"
-
-
-METHODS = (
-    Method("bm25", "BM25 (question as query)", "bm25"),
-    Method("ground_truth", "gold abstracts (ceiling)", "gold"),
-    Method("reflection_6", "self-reflection (Sim 6)", "reflection", 6),
-    Method("serts_6", "SeRTS (Sim 6, MAX UCB)", "serts", 6),
-    Method("reflection_12", "self-reflection (Sim 12)", "reflection", 12),
-    Method("serts_12", "SeRTS (Sim 12, MAX UCB C = 0.1)", "serts", 12),
-    Method("serts_random_12", "SeRTS (Sim 12, RANDOM)", "serts", 12, "random"),
-    Method("serts_greedy_12", "SeRTS (Sim 12, MAX UCB C = 0)", "serts", 12, "greedy"),
-)
 
 
 def read_run(path: Path) -> tuple[dict, list[dict]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbvqa.config import REPO_ROOT
 from kbvqa.pipeline.results import STAGES
 
 PIPELINE_STAGES = ("retrieve", "select / re-rank", "generate", "learn")
@@ -93,8 +94,6 @@ def save_pipeline_figure(path: str | Path) -> Path:
 
 
 if __name__ == "__main__":
-    from kbvqa.config import REPO_ROOT
-
     print(save_pipeline_figure(REPO_ROOT / "book" / "figures" / "pipeline.svg"))
 
 

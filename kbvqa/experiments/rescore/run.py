@@ -22,6 +22,8 @@ from kbvqa.metrics import kbvqa_split_of, score_records
 from kbvqa.models.model_card import kbvqa_rows
 from kbvqa.models.pretrain_mix import eval_examples
 from kbvqa.models.tiny import load_tiny_vlm
+from kbvqa.pipeline import results as pipeline_results
+from kbvqa.reag import results as reag_results
 
 SCORER = "kbvqa.metrics.official_correct (InfoSeek pointwise; E-VQA multi-answer IoU)"
 SUMMARY_KEYS = {"reag": ("paper_source", "paper_key", "n", "rows", "diagnostics", "paper_tab4"),
@@ -56,10 +58,10 @@ def rescore_table(kind: str, out: Path | None = None, world=None) -> dict:
     """Rescore the committed runs of ``kind`` ("reag" or "pipeline") and rewrite its table."""
 
     if kind == "reag":
-        from kbvqa.reag import results as package
+        package = reag_results
         oracle_rows = ()
     elif kind == "pipeline":
-        from kbvqa.pipeline import results as package
+        package = pipeline_results
         oracle_rows = tuple(r.name for r in package.ROWS if r.config.reader == "oracle")
     else:
         raise ValueError(f"kind must be 'reag' or 'pipeline', got {kind!r}")
