@@ -110,8 +110,10 @@ benchmarks: $(STAMP)
 EXPERIMENTS ?= kbvqa.experiments.rcts_contexts kbvqa.experiments.rcts_toy kbvqa.experiments.serts_experiment \
 	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \
 	kbvqa.experiments.pipeline_ablation
+# ... then chapter 31's data/experiments/effects.json from the tables they wrote.
 experiments: $(STAMP)
 	@for e in $(EXPERIMENTS); do echo "== $$e"; $(PY) -m $$e || exit 1; done
+	$(PY) -m kbvqa.paper_vs_ours
 
 # The shipped tiny checkpoint, retrained from scratch: stage 1 (the task mixture) then stage 2
 # (reading, from stage 1's weights). About 66 + 80 minutes on one thread.

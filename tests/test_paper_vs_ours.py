@@ -130,3 +130,94 @@ def test_all_committed_parts_load():
     assert {e.part for e in effects} == set(PARTS)
     assert all(verdict(e) in ("same", "opposite", "flat", "differs") for e in effects)
     assert all(e.ours_interval is None or e.ours_interval[0] <= e.ours_interval[1] for e in effects)
+
+
+# ------------------------------------------------------------------------------ paired intervals, effects.json
+def _write_run(path, header, records):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(x) for x in [header, *records]) + "\n")
+
+
+def test_serts_effects_pair_questions_over_seeds(tmp_path):
+    from kbvqa.metrics.intervals import paired_bootstrap
+
+    rows = [{"method": m, "n": 4, "seeds": [1, 2], "f1": [0.5, 0.0], "rouge2_f": [0.1, 0.0]}
+            for m in ("bm25", "serts_12")]
+    (tmp_path / "results.json").write_text(json.dumps({"setups": {"scripted": {"rows": rows}},
+                                                      "provenance": {"model": "tiny_vlm:00"}}))
+    f1 = {("bm25", "q1"): (0.2, 0.4), ("bm25", "q2"): (0.5, 0.5), ("serts_12", "q1"): (0.6, 0.8),
+          ("serts_12", "q2"): (0.5, 0.7), ("serts_12", "q3"): (1.0, 1.0)}            # q3: one side only
+    records = [{"method": m, "seed": s, "id": q, "f1": v[k], "rouge2_f": 0.0}
+               for (m, q), v in f1.items() for k, s in enumerate((1, 2))]
+    _write_run(tmp_path / "runs" / "scripted.jsonl", {"header": {}, "fingerprint": {}}, records)
+    e = {x.name: x for x in serts_effects(tmp_path)}["SeRTS (Sim 12) vs BM25"]
+    assert e.n == 2 and e.ours == (40.0, 65.0)                     # seed means per question, common ids
+    d = paired_bootstrap([0.7, 0.6], [0.3, 0.5], n_boot=2000)
+    assert e.ours_interval == (round(100 * d.low, 2), round(100 * d.high, 2))
+    assert e.evidence == "scripted" and e.interval_method.startswith("paired bootstrap")
+
+
+def test_molt_effects_pair_records_and_label_scripted_rows(tmp_path):
+    rows = {"zero_shot_one_shot": _row(0.0, 3), "zero_shot_tournament": _row(1.0, 3),
+            "scripted_0.1_random": _row(0.7, 500), "scripted_0.1_weak_to_strong": _row(0.8, 500)}
+    (tmp_path / "results.json").write_text(json.dumps({"rows": rows, "provenance": {"model": "reader:abc"}}))
+    lines = [{"row": r, "id": f"q{i}", "correct": r == "zero_shot_tournament"}
+             for r in ("zero_shot_one_shot", "zero_shot_tournament") for i in range(3)]
+    (tmp_path / "runs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    effects = {e.name: e for e in molt_effects(tmp_path)}
+    base = effects["tournament vs one-shot 5-way (base)"]
+    assert base.ours == (0.0, 100.0) and base.ours_interval == (100.0, 100.0) and base.n == 3
+    assert base.evidence == "reader" and verdict(base) == "same"
+    scripted = effects["weak-to-strong vs random (scripted judge, error 0.1)"]
+    assert scripted.evidence == "scripted" and scripted.interval_method.startswith("normal")
+
+
+def test_evidence_of_reads_the_provenance():
+    from kbvqa.paper_vs_ours import evidence_of
+
+    assert evidence_of({"model": "reader:0123"}) == "reader"
+    assert evidence_of({"model": "tiny_vlm:0123"}) == "tiny"
+    assert evidence_of({"model": "Qwen/Qwen2-VL-2B-Instruct"}) == "hub"
+    assert evidence_of({}) == "retrieval" and evidence_of({"model": "reader:1"}, scripted=True) == "scripted"
+
+
+def test_committed_effects_file_is_the_committed_tables():
+    from kbvqa.paper_vs_ours import COUNTED, EFFECTS_FILE, load_effects, stale_effect_rows
+
+    if not EFFECTS_FILE.exists():
+        pytest.skip("no committed effects.json")
+    committed = load_effects()
+    assert len(committed["rows"]) == 25
+    keys = {"part", "effect", "source", "metric", "paper_before", "paper_after", "ours_before", "ours_after",
+            "ours_interval", "n", "verdict", "evidence"}
+    assert all(keys <= set(r) for r in committed["rows"])
+    scripted = [r["effect"] for r in committed["rows"] if r["part"] == "MOLT" and "scripted judge" in r["effect"]]
+    assert len(scripted) == 2
+    assert all(r["evidence"] == "scripted" and not r["counted"] for r in committed["rows"] if r["effect"] in scripted)
+    assert committed["counted"] == sum(r["evidence"] in COUNTED for r in committed["rows"])
+    assert stale_effect_rows(committed) == [], "effects.json is stale: run `python -m kbvqa.paper_vs_ours`"
+
+
+def test_stale_effect_rows_sees_a_changed_row():
+    from kbvqa.paper_vs_ours import effect_record, stale_effect_rows
+
+    effects = [effect((10, 20), (5, 9), (1, 7))]
+    committed = {"rows": [effect_record(effects[0])]}
+    assert stale_effect_rows(committed, effects) == []
+    committed["rows"][0]["ours_after"] = 10
+    assert stale_effect_rows(committed, effects) == ["x"]
+    assert stale_effect_rows({"rows": []}, effects) == ["x"]
+
+
+def test_no_committed_table_was_made_with_another_reader(tmp_path):
+    from kbvqa.experiments.runs import committed_models, foreign_reader_tables
+    from kbvqa.reader import reader_fingerprint
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "results.json").write_text(json.dumps({"provenance": {"model": "reader:deadbeef"}}))
+    (tmp_path / "b.json").write_text(json.dumps({"provenance": {"model": "tiny_vlm:00"}}))
+    models = committed_models(tmp_path)
+    assert models == {"a/results.json": "reader:deadbeef", "b.json": "tiny_vlm:00"}
+    assert foreign_reader_tables(models, "cafe") == {"a/results.json": "reader:deadbeef"}
+    assert foreign_reader_tables(models, "deadbeef") == {}
+    assert foreign_reader_tables(committed_models(), reader_fingerprint()) == {}, "re-run these tables"

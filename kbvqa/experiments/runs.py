@@ -9,7 +9,9 @@ with the row's ``fingerprint`` then one JSON record per query (``read_run`` read
 a subset of its named rows, ``--seed``, ``--threads``, ``--out``, ``--fresh`` to rerun finished
 rows); ``write_json_and_csv`` writes ``results.json`` (everything, for the chapters) and
 ``results.csv`` (one line per row, for a spreadsheet); ``resumed_run`` reads back a row's records
-when a previous run already finished it. Leaves out: what each experiment runs (its runner).
+when a previous run already finished it. ``committed_models`` lists the model behind every committed
+table, ``foreign_reader_tables`` the ones made with a reader other than the shipped one (a test holds
+the repository to it). Leaves out: what each experiment runs (its runner).
 """
 from __future__ import annotations
 
@@ -95,6 +97,28 @@ def same_model(vlm, provenance: dict) -> bool:
     rerun can only be expected to agree with committed records of the same model. In the gpu
     profile a chapter's hub model is not the cpu model that made the committed tables."""
     return model_fingerprint(vlm) == provenance.get("model")
+
+
+def committed_models(root: Path | None = None) -> dict[str, str]:
+    """{results file relative to ``root``: the model in its provenance} for every committed
+    ``results.json`` (and card) under ``root`` (``data/experiments`` by default) that names one."""
+    root = Path(root or DATA_DIR / "experiments")
+    out = {}
+    for path in sorted(root.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        model = data.get("provenance", {}).get("model") if isinstance(data, dict) else None
+        if isinstance(model, str):
+            out[str(path.relative_to(root))] = model
+    return out
+
+
+def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str, str]:
+    """The tables of ``models`` (``committed_models``) made with a reader other than ``fingerprint``
+    (the shipped one, ``kbvqa.reader.reader_fingerprint``): each must be re-run before it is shown."""
+    return {path: m for path, m in models.items() if m.startswith("reader:") and m != f"reader:{fingerprint}"}
 
 
 def provenance(seed: int, vlm=None, **extra) -> dict:

@@ -1,97 +1,27 @@
-"""Paper vs ours (chapter 31): every part's effects, the paper's number beside ours, and the verdict.
+"""Each paper's effects, read from its committed results in ``data/experiments/<part>/``.
 
-An ``Effect`` is one comparison a paper makes ("RCTS beats Vanilla-RAG", "the critic lifts
-InfoSeek"): the paper's (baseline, treatment) numbers with their table, ours from the committed
-results of the same comparison on the toy world, the interval of our difference, and why ours
-differs. ``direction`` calls a difference up / down / flat; ``verdict`` compares the paper's
-direction with ours: ``same``, ``opposite`` (ours significant the other way), ``flat`` (ours
-indistinguishable from no effect), ``differs`` (the paper's is flat, ours is not).
+``rcts_effects`` (RCTS Tab. 2, 4, 5), ``serts_effects`` (SeRTS Tab. 3, 6), ``reag_effects`` (ReAG
+Tab. 4, Fig. 7), ``molt_effects`` (MOLT Tab. 5, 6) and ``all_effects(parts)``. A missing results
+file raises ``ValueError`` naming it. The paper numbers live in each paper package's ``paper.py``;
+this module only pairs them with ours.
 
-Our intervals: a paired bootstrap over the same queries where the records allow it (RCTS, ReAG:
-``kbvqa.metrics.intervals.paired_bootstrap``); MOLT: the unpaired normal interval of a difference of two
-proportions; SeRTS: the seed spread (max - min over the three seeds) of both means, added. The
-paper reports no intervals; a paper difference under ``PAPER_FLAT`` points is called flat.
-
-- ``rcts_effects()`` / ``reag_effects()`` / ``serts_effects()`` / ``molt_effects()``: the effects of
-  one part, read from ``data/experiments/<part>/``; a missing results file raises ``ValueError``
-  naming it. ``all_effects(parts)``, ``effect_rows(effects)`` (plain dicts for a DataFrame),
-  ``verdict_counts``, ``kbvqa.viz.effects.draw_effects`` (paper difference against ours, one marker per effect).
-
-The paper numbers live next to each part's loader (``kbvqa.rcts.paper``, ``kbvqa.reag.results``,
-``kbvqa.serts.results``, ``kbvqa.molt.results``); this module only pairs them. Leaves out: running anything.
+Leaves out: running anything (``kbvqa.experiments``), the verdict rules (``effect.py``).
 """
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.metrics.intervals import paired_bootstrap
 from kbvqa.molt import paper as molt_paper
+from kbvqa.molt.results import load_records as load_molt_records
+from kbvqa.paper_vs_ours.effect import PARTS, Effect, _load, _pct, evidence_of, paired_effect
 from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
 from kbvqa.reag.results import RUNG_BY_NAME
+from kbvqa.reag.results import load_records as load_reag_records
 from kbvqa.serts import paper as serts_paper
-
-__all__ = ["PAPER_FLAT", "PARTS", "Effect", "all_effects", "direction", "effect_rows",
-           "molt_effects", "rcts_effects", "reag_effects", "serts_effects", "verdict", "verdict_counts"]
-
-PAPER_FLAT = 0.5          # points: a smaller paper difference counts as flat
-PARTS = ("RCTS", "SeRTS", "ReAG", "MOLT")
-
-
-@dataclass(frozen=True)
-class Effect:
-    part: str                         # "RCTS", "SeRTS", "ReAG", "MOLT"
-    name: str                         # what is compared, treatment vs baseline
-    source: str                       # the paper's table / figure
-    metric: str                       # what the numbers are (percent unless said)
-    paper: tuple[float, float]        # (baseline, treatment), as printed
-    ours: tuple[float, float]         # (baseline, treatment), same unit
-    ours_interval: tuple[float, float] | None   # 95 % interval of our treatment - baseline
-    n: int                            # our queries (or questions x seeds)
-    why: str                          # where we differ and why
-
-    @property
-    def paper_diff(self) -> float:
-        return self.paper[1] - self.paper[0]
-
-    @property
-    def ours_diff(self) -> float:
-        return self.ours[1] - self.ours[0]
-
-
-def direction(diff: float, interval: tuple[float, float] | None = None, flat: float = 0.0) -> str:
-    """"up" / "down" / "flat": by the interval when given (flat when it holds 0), else by the sign
-    of ``diff`` beyond ``flat``."""
-    if interval is not None:
-        low, high = interval
-        return "up" if low > 0 else "down" if high < 0 else "flat"
-    return "up" if diff > flat else "down" if diff < -flat else "flat"
-
-
-def verdict(effect: Effect) -> str:
-    paper = direction(effect.paper_diff, flat=PAPER_FLAT)
-    ours = direction(effect.ours_diff, effect.ours_interval)
-    if ours == paper:
-        return "same"
-    if ours == "flat":
-        return "flat"
-    return "differs" if paper == "flat" else "opposite"
-
-
-def _load(path: Path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"{path} is missing: the part's experiment has not committed its results yet")
-    return json.loads(path.read_text())
-
-
-def _pct(x: float) -> float:
-    return round(100 * float(x), 2)
-
+from kbvqa.serts.results import load_records as load_serts_records
 
 # ------------------------------------------------------------------------------ RCTS
 _RCTS_WHY = ("the tiny model answers every multiple-choice question with the same letter (C), so no context "
@@ -101,7 +31,7 @@ _RCTS_WHY = ("the tiny model answers every multiple-choice question with the sam
 def rcts_effects(out: Path | None = None) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
     out = Path(out or DATA_DIR / "experiments" / "rcts")
-    _load(out / "results.json")
+    results = _load(out / "results.json")
     runs = read_runs(out)
     tab2 = rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]
     specs = [("Vanilla-RAG vs zero-shot", "Tab. 2 ScienceQA 2B", "zero_shot", "vanilla_rag",
@@ -121,11 +51,9 @@ def rcts_effects(out: Path | None = None) -> list[Effect]:
             raise ValueError(f"{out / 'runs'} lacks {base!r} or {treat!r}")
         b = {r["id"]: bool(r["correct"]) for r in runs[base]}
         t = {r["id"]: bool(r["correct"]) for r in runs[treat]}
-        ids = sorted(set(b) & set(t))
-        d = paired_bootstrap([t[i] for i in ids], [b[i] for i in ids])
-        effects.append(Effect("RCTS", name, source, "accuracy %", paper,
-                              (_pct(sum(b[i] for i in ids) / len(ids)), _pct(sum(t[i] for i in ids) / len(ids))),
-                              (_pct(d.low), _pct(d.high)), len(ids), _RCTS_WHY))
+        before, after, interval, n = paired_effect(b, t)
+        effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, _RCTS_WHY,
+                              evidence_of(results.get("provenance"))))
     return effects
 
 
@@ -145,36 +73,54 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
     """ReAG Tab. 4 (InfoSeek all, Qwen2.5-VL-3B), one effect per rung against the previous one
     (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic."""
 
-    results = _load(Path(out or DATA_DIR / "experiments" / "reag") / "results.json")
-    rows = results["rows"]
+    out = Path(out or DATA_DIR / "experiments" / "reag")
+    results = _load(out / "results.json")
+    rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     effects = []
     for prev, row in zip(rows, rows[1:]):
-        vs = row["vs_previous"]
+        vs = row["vs_previous"]        # the ladder's own paired bootstrap (``kbvqa.reag.results.summarise``)
         effects.append(Effect("ReAG", f"{RUNG_BY_NAME[row['rung']].label} vs {RUNG_BY_NAME[prev['rung']].label}",
                               "Tab. 4 InfoSeek 3B", "accuracy %", (prev["paper_infoseek"], row["paper_infoseek"]),
                               (_pct(prev["accuracy"]), _pct(row["accuracy"])), (_pct(vs["low"]), _pct(vs["high"])),
-                              row["n"], _REAG_WHY.get(row["rung"], "")))
+                              row["n"], _REAG_WHY.get(row["rung"], ""), evidence))
     by = {r["rung"]: r for r in rows}
     if "coarse" in by and "coarse_critic" in by:
-        effects.append(Effect("ReAG", "passages read: + critic vs coarse", "Fig. 7 (k = 20)", "passages per query",
-                              (128.6, 5.7), (by["coarse"]["passages"], by["coarse_critic"]["passages"]), None,
-                              by["coarse"]["n"], "same direction, smaller cut: k = 5 pages of 8 passages and a "
-                              "150-step tiny critic that keeps P(Yes) > 0.1 on about half"))
+        why = ("same direction, smaller cut: k = 5 pages of 8 passages and a 150-step tiny critic that keeps "
+               "P(Yes) > 0.1 on about half")
+        records = load_reag_records(out) if (out / "runs").is_dir() else {}
+        if records.get("coarse") and records.get("coarse_critic"):
+            before, after, interval, n = paired_effect({r["id"]: r["passages"] for r in records["coarse"]},
+                                                       {r["id"]: r["passages"] for r in records["coarse_critic"]},
+                                                       scale=1.0)
+            effects.append(Effect("ReAG", "passages read: + critic vs coarse", "Fig. 7 (k = 20)",
+                                  "passages per query", (128.6, 5.7), (before, after), interval, n, why, evidence))
+        else:
+            effects.append(Effect("ReAG", "passages read: + critic vs coarse", "Fig. 7 (k = 20)",
+                                  "passages per query", (128.6, 5.7),
+                                  (by["coarse"]["passages"], by["coarse_critic"]["passages"]), None,
+                                  by["coarse"]["n"], why, evidence, "none (no per-query records)"))
     return effects
 
 
 # ------------------------------------------------------------------------------ SeRTS
+SERTS_SETUPS = ("reader", "scripted")     # the reader's search when it has run, else the scripted one
+
+
 def serts_effects(out: Path | None = None) -> list[Effect]:
     """SeRTS Tab. 3 (retrieval F1) and Tab. 6 (ROUGE-2 F1 of the answers), our scripted models
     standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
     tab3, tab6 = serts_paper.PAPER_TAB3, serts_paper.PAPER_TAB6
-    results = _load(Path(out or DATA_DIR / "experiments" / "serts") / "results.json")
-    setup = results["setups"].get("scripted")
-    if setup is None:
-        raise ValueError("SeRTS results have no 'scripted' setup")
-    rows = {r["method"]: r for r in setup["rows"]}
+    out = Path(out or DATA_DIR / "experiments" / "serts")
+    results = _load(out / "results.json")
+    name = next((n for n in SERTS_SETUPS if n in results["setups"]), None)
+    if name is None:
+        raise ValueError(f"SeRTS results have none of the setups {SERTS_SETUPS}")
+    rows = {r["method"]: r for r in results["setups"][name]["rows"]}
+    evidence = evidence_of(results.get("provenance"), scripted=name == "scripted")
+    records = load_serts_records(name, out) if (out / "runs" / f"{name}.jsonl").exists() else []
     why = ("scripted proposer and evaluator on the toy literature corpus stand for GPT-3.5; answers are "
-           "written by the tiny model (ROUGE against toy ideal answers)")
+           "written by the tiny model (ROUGE against toy ideal answers)") if name == "scripted" else \
+        "the reader proposes and grades the queries on the toy literature corpus (BioASQ in the paper)"
     specs = [("SeRTS (Sim 12) vs BM25", "Tab. 3 F1, GPT-3.5", "f1", "bm25", "serts_12",
               (tab3["bm25"]["any"][2], tab3["serts_12"]["gpt-3.5"][2])),
              ("SeRTS vs self-reflection (Sim 12)", "Tab. 3 F1, GPT-3.5", "f1", "reflection_12", "serts_12",
@@ -184,15 +130,31 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
              ("MAX UCB vs RANDOM policy, answers", "Tab. 6 ROUGE-2 F1", "rouge2_f", "serts_random_12", "serts_12",
               (tab6["serts_random_12"][1], tab6["serts_12"][1]))]
     effects = []
-    for name, source, key, base, treat, paper in specs:
+    for label, source, key, base, treat, paper in specs:
         if base not in rows or treat not in rows:
+            continue
+        metric = key.replace("_", " ") + " %"
+        if records:
+            before, after, interval, n = paired_effect(_per_question(records, base, key),
+                                                       _per_question(records, treat, key))
+            effects.append(Effect("SeRTS", label, source, metric, paper, (before, after), interval, n, why, evidence))
             continue
         (mb, sb), (mt, st) = rows[base][key], rows[treat][key]
         d, noise = _pct(mt - mb), _pct(sb + st)
-        effects.append(Effect("SeRTS", name, source, key.replace("_", " ") + " %", paper, (_pct(mb), _pct(mt)),
+        effects.append(Effect("SeRTS", label, source, metric, paper, (_pct(mb), _pct(mt)),
                               (round(d - noise, 2), round(d + noise, 2)) if noise > 0 else None,
-                              rows[treat]["n"] * len(rows[treat].get("seeds", [0])), why))
+                              rows[treat]["n"] * len(rows[treat].get("seeds", [0])), why, evidence,
+                              "seed spread of both means, added (no per-query records)"))
     return effects
+
+
+def _per_question(records: list[dict], method: str, key: str) -> dict[str, float]:
+    """{question id: ``key`` averaged over the seeds} of one SeRTS method."""
+    values: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("method") == method:
+            values.setdefault(r["id"], []).append(float(r[key]))
+    return {i: sum(v) / len(v) for i, v in values.items()}
 
 
 # ------------------------------------------------------------------------------ MOLT
@@ -203,8 +165,10 @@ _SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round
 def molt_effects(out: Path | None = None) -> list[Effect]:
     """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
     tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
-    results = _load(Path(out or DATA_DIR / "experiments" / "molt") / "results.json")
-    rows = results["rows"]
+    out = Path(out or DATA_DIR / "experiments" / "molt")
+    results = _load(out / "results.json")
+    rows, evidence = results["rows"], evidence_of(results.get("provenance"))
+    records = load_molt_records(out) if (out / "runs.jsonl").exists() else {}
     why = ("a 1.4 M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
            "5 candidates as the paper")
     specs = [("tournament vs one-shot 5-way (base)", "Tab. 5", "zero_shot_one_shot", "zero_shot_tournament", (0, 1)),
@@ -228,13 +192,22 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
         else:
             other = "strong_to_weak" if base.endswith("strong_to_weak") else "random"
             paper = (molt_paper.PAPER_TAB6[other], molt_paper.PAPER_TAB6["weak_to_strong"])
+        scripted = base.startswith("scripted")
+        kind = evidence_of(None, scripted=True) if scripted else evidence
+        if records.get(base) and records.get(treat):
+            before, after, interval, n = paired_effect({r["id"]: bool(r["correct"]) for r in records[base]},
+                                                       {r["id"]: bool(r["correct"]) for r in records[treat]})
+            effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper, (before, after),
+                                  interval, n, _SCRIPTED_WHY if scripted else why, kind))
+            continue
         b, t = rows[base], rows[treat]
         d = t["accuracy"] - b["accuracy"]
         se = math.sqrt(sum(r["accuracy"] * (1 - r["accuracy"]) / max(r["n"], 1) for r in (b, t)))
         interval = (_pct(d - 1.96 * se), _pct(d + 1.96 * se)) if se > 0 else (_pct(d), _pct(d))
         effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper,
                               (_pct(b["accuracy"]), _pct(t["accuracy"])), interval, t["n"],
-                              _SCRIPTED_WHY if base.startswith("scripted") else why))
+                              _SCRIPTED_WHY if scripted else why, kind,
+                              "normal, difference of two proportions (no per-query records)"))
     return effects
 
 
@@ -247,28 +220,3 @@ def all_effects(parts=PARTS) -> list[Effect]:
     if unknown:
         raise ValueError(f"unknown parts {unknown}; expected some of {PARTS}")
     return [e for p in parts for e in _LOADERS[p]()]
-
-
-def effect_rows(effects) -> list[dict]:
-    """Plain rows: the paper's numbers, ours, both differences, both directions and the verdict."""
-    def fmt(pair):
-        return f"{pair[0]:g} → {pair[1]:g}"
-
-    return [{"part": e.part, "effect": e.name, "source": e.source, "metric": e.metric, "paper": fmt(e.paper),
-             "ours": fmt(e.ours), "paper Δ": round(e.paper_diff, 2), "ours Δ": round(e.ours_diff, 2),
-             "ours 95% interval": "" if e.ours_interval is None
-             else f"[{e.ours_interval[0]:g}, {e.ours_interval[1]:g}]",
-             "direction (paper / ours)": f"{direction(e.paper_diff, flat=PAPER_FLAT)} / "
-             f"{direction(e.ours_diff, e.ours_interval)}", "verdict": verdict(e), "n": e.n, "why": e.why}
-            for e in effects]
-
-
-def verdict_counts(effects) -> dict[str, dict[str, int]]:
-    """{part: {verdict: count}}."""
-    out: dict[str, dict[str, int]] = {}
-    for e in effects:
-        counts = out.setdefault(e.part, {})
-        counts[verdict(e)] = counts.get(verdict(e), 0) + 1
-    return out
-
-
