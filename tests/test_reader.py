@@ -299,6 +299,9 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     # a finished run goes back into naming for the extra steps a larger naming_steps gives
     longer = dataclasses.replace(config, naming_steps=3)
     again = Trainer(longer, run, world=world, base=tiny_base)
+    lora = {n: p for n, p in resumed.vlm.core.named_parameters() if "lora_" in n}
+    back = dict(again.vlm.core.named_parameters())
+    assert lora and all(torch.equal(p, back[n]) for n, p in lora.items())   # a finished run keeps its adapters
     with pytest.raises(ValueError, match="reopened"):
         again.reopen("vision")
     assert again.reopen("naming") and (again.state["stage"], again.state["step"], again.state["round"]) == ("naming", 2, 1)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from kbvqa.config import progress_enabled
 from kbvqa.data import get_world
 from kbvqa.models.loading import resolve_device
 from kbvqa.models.tiny import train_loss
@@ -128,9 +129,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def _trainable_names(self):
+        """Every tensor a stage trains or trained: the LoRA adapters are saved in every stage, also
+        after the run is done (a finished run's state without them resumed with fresh adapters)."""
         core = self.vlm.core
         return [n for n, p in core.named_parameters()
-                if p.requires_grad or ".vision_model." in f".{n}" or ".connector." in f".{n}"]
+                if p.requires_grad or "lora_" in n or ".vision_model." in f".{n}" or ".connector." in f".{n}"]
 
     def save(self) -> None:
         core = dict(self.vlm.core.named_parameters())
@@ -295,7 +298,8 @@ class Trainer:
             if stage == "mixture":
                 seen = self.state.get("mixture_offset", 0) + self.state["step"] * c.mixture_batch
                 stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights, start=seen)
-            bar = tqdm(total=total, initial=self.state["step"], desc=stage, disable=not progress, mininterval=30)
+            bar = tqdm(total=total, initial=self.state["step"], desc=stage,
+                       disable=not progress_enabled(progress), mininterval=30)
             self.vlm.model.train()
             while self.state["step"] < total:
                 t0 = time.time()
