@@ -77,8 +77,9 @@ chromium:
 
 # --all re-reads (so re-executes) every page even when _build is up to date; -W turns a failed
 # cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
+# KBVQA_PROGRESS=0: the rendered chapters carry no progress bars (kbvqa.config.progress_enabled).
 book: $(STAMP) $(ASSETS_STAMP)
-	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
+	KBVQA_PROGRESS=0 $(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@test -f _build/html/index.html && echo "book: _build/html/index.html"
 
 unit: $(STAMP)

@@ -144,6 +144,13 @@ def cache_dir() -> Path:
     return root
 
 
+def progress_enabled(progress: bool = True) -> bool:
+    """Whether a loop shows its tqdm bar: ``progress``, unless ``KBVQA_PROGRESS=0``. The book's build
+    sets it (``make book``, ``tools/nb_execute``), so the rendered chapters carry no progress bars
+    while a student running a notebook sees them."""
+    return bool(progress) and os.environ.get("KBVQA_PROGRESS", "1") != "0"
+
+
 def seed_everything(seed: int) -> int:
     """Seed ``random``, NumPy and torch (CPU and CUDA) so a run repeats exactly; returns ``seed``."""
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:

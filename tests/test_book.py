@@ -103,6 +103,28 @@ def _html(name):
     return path.read_text(encoding="utf-8")
 
 
+# x_i, R_fmt, θ_old, p^N written in prose without $...$ (code, math, tables and outputs are not prose).
+PLAIN_SUBSCRIPT = r"(?<![\w.\-/])[A-Za-zα-ωΑ-Ω]{1,3}_[A-Za-z0-9]{1,6}\b|(?<![\w.])\w\^\w\b"
+
+
+def _prose(page: str) -> str:
+    """The text of a page's prose: its main part without math, code, tables and cell outputs."""
+    import html
+
+    page = page[page.find("<main"):]
+    page = re.sub(r'<(span|div) class="math[^"]*">.*?</\1>', " ", page, flags=re.S)
+    page = re.sub(r'<div class="cell_output.*?</div>\s*</div>', " ", page, flags=re.S)
+    for tag in ("pre", "code", "script", "table"):
+        page = re.sub(rf"<{tag}.*?</{tag}>", " ", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_prose_check_finds_plain_subscripts():
+    page = ('<main><p>the reward R_fmt and <span class="math notranslate">\\(R_i\\)</span> and p^N</p>'
+            '<pre>x_i = 1</pre><code>q_i</code><table><tr><td>c_1</td></tr></table></main>')
+    assert sorted(set(re.findall(PLAIN_SUBSCRIPT, _prose(page)))) == ["R_fmt", "p^N"]
+
+
 @pytest.mark.book
 def test_intro_page_rendered():
     page = _html("book/intro.html")
@@ -128,3 +150,8 @@ def test_chapter_page_rendered(nb_path):
     assert 'id="summary"' in page and 'id="exercises"' in page
     assert "solution" in page and "dropdown" in page
     assert "colab.research.google.com" in page, "Colab launch button missing"
+    text = re.sub(r"<[^>]+>", "", page)
+    assert not re.search(r"\bexercises?\s+exercise\b", text, re.I), "a cross-reference reads 'exercise Exercise N'"
+    assert "it/s]" not in page, "a progress bar was rendered (the build sets KBVQA_PROGRESS=0)"
+    plain = sorted(set(re.findall(PLAIN_SUBSCRIPT, _prose(page))))
+    assert not plain, f"symbols typed as plain text, not math: {plain}"

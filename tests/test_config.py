@@ -103,3 +103,15 @@ def test_profile_decides_prompts_and_pictures(monkeypatch):
     assert SeRTSConfig().short_prompts is False
     assert CriticConfig.for_profile(GPU) == CriticConfig(short_prompts=False, image_size=None)
     assert profile_value("short_prompts", PROFILE_DEFAULT) is False
+
+
+def test_progress_bars_off_in_the_book_build(monkeypatch):
+    from kbvqa.config import progress_enabled
+
+    monkeypatch.delenv("KBVQA_PROGRESS", raising=False)
+    assert progress_enabled() and progress_enabled(True) and not progress_enabled(False)
+    monkeypatch.setenv("KBVQA_PROGRESS", "0")           # make book / tools.nb_execute set it
+    assert not progress_enabled() and not progress_enabled(True)
+    from tools.nb_execute import BOOK_ENV
+
+    assert BOOK_ENV["KBVQA_PROGRESS"] == "0"

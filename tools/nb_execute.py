@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # The environment of `make book` (Makefile exports); the profile is forced to cpu.
-BOOK_ENV = {"KBVQA_PROFILE": "cpu", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false",
+BOOK_ENV = {"KBVQA_PROFILE": "cpu", "KBVQA_PROGRESS": "0", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false",
             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 

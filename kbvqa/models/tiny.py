@@ -39,7 +39,7 @@ from pathlib import Path
 
 import torch
 
-from kbvqa.config import DATA_DIR, seed_everything
+from kbvqa.config import DATA_DIR, progress_enabled, seed_everything
 from kbvqa.data import get_world
 from kbvqa.models.families import build_tiny_vlm
 from kbvqa.models.pretrain_mix import (
@@ -299,7 +299,8 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
         state["eval"].append(point)
 
     vlm.model.train()
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="tiny")
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps,
+               disable=not progress_enabled(progress), desc="tiny")
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(config, step)

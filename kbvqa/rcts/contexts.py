@@ -37,7 +37,7 @@ import functools
 import random
 from dataclasses import asdict, dataclass, field
 
-from kbvqa.config import get_profile
+from kbvqa.config import get_profile, progress_enabled
 from kbvqa.data.schema import Query, open_image, option_letters
 from kbvqa.metrics.mathvision import mathvision_is_equal
 from kbvqa.parsers import parse_rcts_answer, parse_rcts_free_answer
@@ -299,7 +299,7 @@ def build_reasoning_kb(vlm, examples: list[Query], config: ReasoningContextConfi
             raise ValueError(f"{q.id}: a KB pair needs its gold answer")
     records: list[ReasoningRecord] = []
     step = config.pairs_per_call
-    with tqdm(total=len(examples), desc="reasoning contexts", disable=not progress) as bar:
+    with tqdm(total=len(examples), desc="reasoning contexts", disable=not progress_enabled(progress)) as bar:
         for g, start in enumerate(range(0, len(examples), step)):
             records += _build_group(vlm, examples[start:start + step], config, g)
             bar.update(len(examples[start:start + step]))

@@ -28,7 +28,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields, seed_everything
+from kbvqa.config import PROFILE_DEFAULT, progress_enabled, resolve_profile_fields, seed_everything
 from kbvqa.data import get_world
 from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.models.vlm import VLM
@@ -136,7 +136,7 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
                                            config.steps, schedule="constant")
     curve: dict = {"step": [], "loss": [], "lr": [], "smoothed": [], "labels": {"Yes": 0, "hard": 0, "soft": 0}}
     bar = None
-    if progress:
+    if progress_enabled(progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.steps, desc="critic", leave=False)

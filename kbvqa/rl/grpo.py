@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kbvqa.config import seed_everything
+from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable
 from kbvqa.rl.grpo_loss import NORMALISATIONS, STD_KINDS, group_advantages, grpo_loss
 
@@ -249,7 +249,7 @@ def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | Non
     optimizer, scheduler = build_optimizer(params, config.lr, 0.0, config.warmup_steps, config.steps,
                                            config.schedule)
     rng, order, result = random.Random(f"grpo:{config.seed}"), [], GRPOResult()
-    for step in tqdm(range(config.steps), desc="grpo", disable=not config.progress):
+    for step in tqdm(range(config.steps), desc="grpo", disable=not progress_enabled(config.progress)):
         batch = []
         while len(batch) < min(config.prompts_per_step, len(prompts)):
             if not order:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kbvqa.config import seed_everything
+from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable, prompt_and_completion
 
 THINK_CLOSE, ANSWER_OPEN, THINK_OPEN = "</think>", "<answer>", "<think>"
@@ -178,7 +178,7 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None) -> SFTRe
     vlm.model.train()
     try:
         bar = tqdm(_batches(len(pairs), config.batch_size, config.steps, config.seed), total=config.steps,
-                   desc="sft", disable=not config.progress)
+                   desc="sft", disable=not progress_enabled(config.progress))
         for step, batch in enumerate(bar):
             lr = optimizer.param_groups[0]["lr"]
             out = sft_batch_loss(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha)

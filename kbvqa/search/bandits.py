@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbvqa.config import progress_enabled
 from kbvqa.search.uct import OFFICIAL_C, select_index, uct_score
 
 
@@ -201,7 +202,7 @@ def regret_curves(policies, env, steps: int, seeds=range(10), progress: bool = T
         raise ValueError("regret_curves needs at least one policy and one seed")
     from tqdm.auto import tqdm  # a widget in notebooks: no stderr text in the rendered chapter
 
-    bar = tqdm(total=len(policies) * len(seeds), desc="bandit runs", disable=not progress,
+    bar = tqdm(total=len(policies) * len(seeds), desc="bandit runs", disable=not progress_enabled(progress),
                mininterval=0.5)
     curves = {}
     for label, policy in policies.items():

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from kbvqa.config import seed_everything
+from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.experiments.assoc_recall.data import QUERY_MODES, TASKS, build_vocab, make_batch
 from kbvqa.experiments.runs import git_commit
 from kbvqa.models.from_scratch import ASSOC_RECALL_DIR
@@ -200,7 +200,7 @@ def train(cfg: AssocRecallConfig, out_dir: Path | None = RESULTS_DIR, progress: 
                           "torch": torch.__version__, "threads": torch.get_num_threads()},
               "curve": [], "steps_to_95": None, "minutes_to_95": None}
     start, running = time.time(), []
-    bar = tqdm(range(cfg.steps), disable=not progress, desc=cfg.name, mininterval=10)
+    bar = tqdm(range(cfg.steps), disable=not progress_enabled(progress), desc=cfg.name, mininterval=10)
     for step in bar:
         for group in optimiser.param_groups:
             group["lr"] = lr_at(step, cfg)

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbvqa.config import seed_everything
+from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
@@ -43,7 +43,7 @@ def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: b
         path.write_text(json.dumps(header) + "\n")
     done = {r["id"] for r in records}
     todo = sum(q.id not in done for q in setting.queries)
-    with path.open("a") as f, tqdm(total=todo, desc=name, disable=not progress or todo == 0) as bar:
+    with path.open("a") as f, tqdm(total=todo, desc=name, disable=not progress_enabled(progress) or todo == 0) as bar:
         for record in run_row(spec, setting, vlm, seed=seed, skip=done):
             f.write(json.dumps(record, separators=(",", ":")) + "\n")
             f.flush()
