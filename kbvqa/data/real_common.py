@@ -59,7 +59,6 @@ def network_allowed(offline: bool | None = None) -> bool:
     if is_ci():
         return False
     try:
-
         return get_profile().is_gpu
     except ValueError:  # KBVQA_PROFILE=gpu without CUDA: stay offline rather than crash here
         return False

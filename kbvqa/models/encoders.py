@@ -97,7 +97,6 @@ def load_minilm(path: str | Path | None = None):
     if key not in _MINILM:
         from transformers import AutoModel, AutoTokenizer
 
-
         with quiet_progress():
             tok = AutoTokenizer.from_pretrained(key, local_files_only=True)
             model = AutoModel.from_pretrained(key, local_files_only=True).eval().requires_grad_(False)
@@ -296,7 +295,6 @@ class ClipEncoders(LateInteractionAPI):
         """Load ``checkpoint`` (hub id, or a local folder read with ``local_files_only``) lazily."""
         from transformers import AutoTokenizer, CLIPModel
 
-
         dev = resolve_device(device)
         with quiet_progress():
             model = CLIPModel.from_pretrained(checkpoint, dtype=resolve_dtype(dtype, dev), **local_only(checkpoint))
@@ -306,7 +304,6 @@ class ClipEncoders(LateInteractionAPI):
         """CLIP preprocessing without torchvision: shorter side -> S (bicubic), centre crop, normalise."""
         import numpy as np
         from PIL import Image
-
 
         s, arrays = self.image_size, []
         for ref in images:

@@ -170,7 +170,6 @@ def build_tiny_vlm(family: str, texts=None, seed: int = 0, vocab_size: int = 400
     """
     import torch
 
-
     family = canonical_family(family)
     if "vocab_size" in overrides:
         raise ValueError("pass vocab_size as the tokenizer cap, not as a TinySpec override")

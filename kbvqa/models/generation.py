@@ -157,7 +157,6 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
     """See ``VLM.generate``. Returns texts[prompt][sample], or ``Generations`` if ``details``."""
     from transformers import GenerationConfig
 
-
     _check(n, max_new_tokens, temperature, top_p, top_k, repetition_penalty, batch_size, seed)
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     if any(not isinstance(s, str) or not s for s in stops):

@@ -139,7 +139,6 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
     ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``)."""
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-
     path = str(path_or_id)
     adapter = Path(path) / "adapter_config.json"
     if adapter.is_file():
@@ -177,7 +176,6 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
 
 def _load_adapter(path, adapter_config, device, dtype, load_in_4bit, **kwargs):
     from peft import PeftModel
-
 
     base = adapter_config.get("base_model_name_or_path")
     if not base:

@@ -189,7 +189,6 @@ def main(argv=None) -> None:
     toy world's test split and write DIR/card.json."""
     import argparse
 
-
     parser = argparse.ArgumentParser(description="Evaluate a tiny checkpoint and write its card.json")
     parser.add_argument("directory")
     parser.add_argument("--n", type=int, default=200, help="test queries per set")

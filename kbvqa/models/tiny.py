@@ -179,7 +179,6 @@ class BatchStream:
     def _build_pool(self, index: int) -> list[list]:
         from itertools import islice
 
-
         c = self.config
         size = c.pool_batches * c.batch_size
         mix = c.mix_config(index * c.pool_batches)   # a pool follows the phase of its first step
@@ -252,7 +251,6 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     ``resume``: continue from the checkpoint in ``out_dir`` (its saved config wins, except the time
     budget) when the optimiser state is in ``state_dir`` (default ``data/cache/tiny_vlm_optimizer``)."""
     from tqdm import tqdm
-
 
     config = config or TinyTrainConfig()
     torch.set_num_threads(config.threads)

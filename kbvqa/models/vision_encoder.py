@@ -86,7 +86,6 @@ def images_to_tensor(images: Sequence, size: int) -> torch.Tensor:
     """PIL images (or anything ``open_image`` reads) -> standardised float tensor [B, 3, size, size]."""
     from PIL import Image
 
-
     arrays = []
     for ref in images:
         im = open_image(ref)
@@ -111,7 +110,6 @@ def cutout(image):
     """The subject of a picture on a plain background as an RGBA sprite cropped to its pixels
     (pixels that differ from the median colour of the picture's border)."""
     from PIL import Image
-
 
     arr = np.asarray(open_image(image), dtype=np.int16)
     border = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
@@ -160,7 +158,6 @@ def crop_box(image, box, margin: float = 0.15, size: int | None = None):
     """``image`` cropped to ``box`` (x0, y0, x1, y1) grown by ``margin`` of its side on every side,
     squared, clipped to the picture and resized to ``size`` (default: the picture's side)."""
     from PIL import Image
-
 
     im = open_image(image)
     x0, y0, x1, y1 = box

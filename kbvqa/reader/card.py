@@ -239,7 +239,6 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
     then answer; the card's rows) or "evqa" (the answer alone; the ``*_direct`` rows). The
     no-passage prompt is ReAG's in both (its j = 0 prompt)."""
 
-
     cfg = mix_config(image_size, 0)
     ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))
     return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg, style=style)
@@ -249,7 +248,6 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
 def card_table(evaluation: dict, before: dict | None = None):
     """The card as a table: value (a Wilson 95 % interval for the accuracies), target, met; with
     ``before`` (the 1.45M from-scratch model's card) beside it."""
-
 
     n = evaluation["n_queries"]
     rows = {}
@@ -277,7 +275,6 @@ def write_card(path, evaluation: dict, world=None) -> dict:
     """``card.json`` beside a shipped reader: the evaluation plus provenance (commit, seeds,
     toy-world version, steps and wall time per stage, machine, the reader's fingerprint)."""
 
-
     path = Path(path)
     state = json.loads((path / "curves.json").read_text())
     config = state["config"]
@@ -301,7 +298,6 @@ def write_card(path, evaluation: dict, world=None) -> dict:
 
 def main(argv=None) -> None:
     """``python -m kbvqa.reader.card [DIR] [--n 200]``: evaluate a shipped reader, write DIR/card.json."""
-
 
     parser = argparse.ArgumentParser(description="Evaluate the shipped reader and write its card.json")
     parser.add_argument("directory", nargs="?", default=str(READER_DIR))

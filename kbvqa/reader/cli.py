@@ -70,7 +70,6 @@ def main(argv=None) -> None:
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
     state = trainer.run(max_minutes=args.max_minutes)
     if state["stage"] == "done" and args.export is not None:
-
         print(export(trainer, args.export))
 
 

@@ -57,7 +57,6 @@ def fresh_view(world, entity, rng, image_size: int | None):
     drawn from ``rng``: a knowledge-base picture of the creature, never one of the world's views."""
     import functools
 
-
     others = [o for o in world.entities if o.family_id != entity.family_id]
     looks = [o.look for o in rng.sample(others, rng.randint(1, 3))]
     spec = layout_view(rng, entity.look, looks, 112, 8.0)
@@ -136,7 +135,6 @@ class ViewBank:
     """uint8 pictures ``[N, S, S, 3]`` of every creature with labels (entity, family, colour, pattern)."""
 
     def __init__(self, world, views_per_entity: int, image_size: int, seed: int = 0):
-
         self.entities = list(world.entities)
         self.families = sorted({e.family_id for e in self.entities})
         self.colours = sorted({e.colour for e in self.entities})

@@ -91,7 +91,6 @@ def shown_image(image, size: int | None):
     as the pretraining views) or unchanged when ``size`` is None."""
     from PIL import Image
 
-
     im = open_image(image)
     if im is not None and size is not None and im.size != (size, size):
         im = im.resize((size, size), Image.Resampling.BILINEAR)

@@ -123,10 +123,8 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
     """
     import torch
 
-
     config = config or CriticTrainConfig()
     if world is None:
-
         world = get_world(0)
     torch.set_num_threads(config.threads)
     seed_everything(config.seed)

@@ -135,7 +135,6 @@ class DocumentIndex:
     def __init__(self, documents: Sequence, encoders, texts: Sequence[str] | None = None):
         import faiss
 
-
         self.documents = list(documents)
         if not self.documents:
             raise ValueError("DocumentIndex needs at least one document")
@@ -168,7 +167,6 @@ class MultilevelRetriever:
 
     def __init__(self, documents: Sequence, encoders=None, config: MultilevelConfig | None = None, grounder=None):
         if encoders is None:
-
             encoders = get_encoders()
         self.encoders, self.config, self.grounder = encoders, config or MultilevelConfig(), grounder
         self.index = DocumentIndex(documents, encoders)

@@ -68,7 +68,6 @@ class VLMGrounder:
         """(chat prompts, the (width, height) each image is shown at)."""
         from PIL import Image
 
-
         cfg, chats, shown = self.config, [], []
         for k, (image, question) in enumerate(zip(images, questions)):
             im = open_image(image)
@@ -114,7 +113,6 @@ class GroundingDinoGrounder:
         if self._model is None:
             from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
-
             self.device = str(resolve_device(self.device))
             hub = local_only(self.checkpoint)
             self._processor = AutoProcessor.from_pretrained(self.checkpoint, **hub)
@@ -124,7 +122,6 @@ class GroundingDinoGrounder:
 
     def ground(self, images, questions, subjects=None) -> list[tuple[float, float, float, float] | None]:
         import torch
-
 
         subjects = list(subjects) if subjects is not None else [extract_subject(q) for q in questions]
         boxes: list = []

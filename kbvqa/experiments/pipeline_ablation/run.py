@@ -69,7 +69,6 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     import torch
 
-
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     t0 = time.perf_counter()

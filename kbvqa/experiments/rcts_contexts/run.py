@@ -41,7 +41,6 @@ SOURCES = ("no context", "first candidate (no check)", "chosen by self-consisten
 
 def _weights_sha256(profile) -> str:
     if profile.is_gpu:
-
         return f"hub:{gpu_checkpoint('reasoner')}"
     digest = hashlib.sha256((DATA_DIR / "tiny_vlm" / "model.safetensors").read_bytes())
     return digest.hexdigest()
@@ -51,7 +50,6 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
         progress: bool = True) -> dict:
     """Build, measure and write; returns the results dict."""
     import torch
-
 
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")

@@ -82,7 +82,6 @@ def rescore_tiny_card(vlm_dir: Path | None = None) -> dict:
     """The tiny model's card with its KB-VQA rows re-run greedily and judged officially; returns it."""
     import torch
 
-
     vlm_dir = Path(vlm_dir or DATA_DIR / "tiny_vlm")
     card = json.loads((vlm_dir / "card.json").read_text())
     evaluation, world = card["evaluation"], get_world(card.get("world_seed", 0))

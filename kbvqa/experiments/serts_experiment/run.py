@@ -49,7 +49,6 @@ def write_run(path: Path, header: dict, records: list[dict]) -> None:
 def main(argv=None) -> dict:
     import torch
 
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scripted-n", type=int, default=ExperimentConfig.scripted_n)
     parser.add_argument("--tiny-n", type=int, default=ExperimentConfig.tiny_n)
