@@ -81,3 +81,58 @@ def test_chapter_budget_lists_downloads_and_memory():
     assert b["peak_gib"] > 0.9 * 16
     assert chapter_budget("00_toy_world") == {"checkpoints": [], "download_gb": 0.0, "peak_gib": 0.0,
                                               "over_budget": ""}
+
+
+# The committed hub configs (data/hub_configs, kbvqa.models.hub_configs): full-size shapes without a hub.
+# Model cards round to three significant figures (2.21B, 3.75B: at most 0.25 % off), so 1 % is loose
+# enough for rounding and tight enough to catch a wrong entry (a 7B count against a 3B config).
+PARAMS_TOLERANCE = 0.01
+
+
+def test_every_committed_config_builds_on_meta_and_matches_params_b():
+    from kbvqa.models.hub_configs import committed_checkpoints, meta_model, param_count, params_b_disagreements
+
+    committed = committed_checkpoints()
+    assert committed, "data/hub_configs holds no config.json"
+    for checkpoint in committed:
+        model = meta_model(checkpoint)
+        assert all(p.is_meta for p in model.parameters()), checkpoint      # shapes only, nothing allocated
+        assert checkpoint in PARAMS_B, checkpoint
+        exact_b = param_count(checkpoint) / 1e9
+        assert exact_b == pytest.approx(PARAMS_B[checkpoint], rel=PARAMS_TOLERANCE), (checkpoint, exact_b)
+    assert params_b_disagreements(PARAMS_B, PARAMS_TOLERANCE) == {}
+
+
+def test_exact_counts_of_the_committed_configs():
+    """Pinned, so a changed file (or a transformers release that builds it differently) is noticed."""
+    from kbvqa.models.hub_configs import param_count
+
+    assert param_count("Qwen/Qwen2-VL-2B-Instruct") == 2_208_985_600
+    assert param_count("Qwen/Qwen2.5-VL-3B-Instruct") == 3_754_622_976
+
+
+@pytest.mark.parametrize("checkpoint", sorted(set(GPU_CHECKPOINTS.values())))
+def test_each_gpu_checkpoint_has_a_committed_config(checkpoint):
+    from kbvqa.models.hub_configs import MISSING, committed_checkpoints, config_dir
+
+    committed = set(committed_checkpoints())
+    assert not committed & set(MISSING), "a committed config must leave hub_configs.MISSING"
+    assert set(MISSING) <= set(GPU_CHECKPOINTS.values()), "MISSING names only gpu-profile checkpoints"
+    if checkpoint in MISSING:
+        assert MISSING[checkpoint].strip()
+        pytest.xfail(f"{checkpoint}: no committed config.json -- {MISSING[checkpoint]}")
+    assert checkpoint in committed
+    assert (config_dir(checkpoint) / "config.json").is_file()
+
+
+def test_hub_configs_refuse_unknown_checkpoints_and_bad_tolerance():
+    from kbvqa.models.hub_configs import config_dir, params_b_disagreements
+
+    with pytest.raises(ValueError, match="no committed config.json"):
+        config_dir("nobody/model")
+    with pytest.raises(ValueError, match="SmolVLM|not found"):
+        config_dir("HuggingFaceTB/SmolVLM-256M-Instruct")
+    with pytest.raises(ValueError, match="tolerance"):
+        params_b_disagreements(PARAMS_B, -0.1)
+    wrong = dict(PARAMS_B, **{"Qwen/Qwen2.5-VL-3B-Instruct": 8.29})            # a 7B count on the 3B
+    assert set(params_b_disagreements(wrong, PARAMS_TOLERANCE)) == {"Qwen/Qwen2.5-VL-3B-Instruct"}

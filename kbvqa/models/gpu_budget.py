@@ -15,8 +15,13 @@ estimates it with the usual accounting, and says so wherever it is shown:
 against the notebooks), ``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, and
 ``chapter_budget()`` the per-chapter download and memory estimates the README lists.
 
-Parameter counts are the hub model cards' (billions). Leaves out: activation memory as a function
-of image resolution and batch size (measure it with ``torch.cuda.max_memory_allocated`` on a GPU).
+Parameter counts are the hub model cards' (billions, rounded). Where the checkpoint's published
+``config.json`` is committed (``data/hub_configs``, ``kbvqa.models.hub_configs``), the count is
+checked against the exact one from the shapes (the model built on the meta device, no weights):
+Qwen2-VL-2B 2,208,985,600 and Qwen2.5-VL-3B 3,754,622,976 agree within 0.1 % (the tests allow 1 %).
+Qwen3-VL-2B and the SmolVLM counts stay the cards' until their configs are committed
+(``hub_configs.MISSING``). Leaves out: activation memory as a function of image resolution and batch
+size (measure it with ``torch.cuda.max_memory_allocated`` on a GPU).
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ from kbvqa.models.checkpoints import GPU_CHECKPOINTS
 
 GIB = 1024 ** 3
 
-# Parameters (billions) from each checkpoint's hub model card.
+# Parameters (billions) from each checkpoint's hub model card; tests/test_gpu_budget.py checks the ones
+# with a committed config.json against the exact count from the shapes (kbvqa.models.hub_configs).
 PARAMS_B = {
     "HuggingFaceTB/SmolVLM-256M-Instruct": 0.256,
     "HuggingFaceTB/SmolVLM-500M-Instruct": 0.507,
