@@ -52,11 +52,9 @@ def test_the_chapter_table_matches_the_notebooks():
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))
 def test_each_chapter_fits_a_16_gb_t4(chapter):
-    from kbvqa.models.checkpoints import GPU_CHECKPOINTS
-    from kbvqa.models.gpu_budget import chapter_memory_gib
+    from kbvqa.models.gpu_budget import chapter_peak_gib
 
-    roles, copies, in_place = CHAPTERS[chapter]
-    gib = chapter_memory_gib({r: GPU_CHECKPOINTS[r] for r in roles}, copies, in_place)
+    gib = chapter_peak_gib(chapter)
     if chapter in OVER_BUDGET:
         pytest.xfail(f"{chapter}: {gib:.1f} GiB -- {OVER_BUDGET[chapter]}")
     assert gib <= 0.9 * 16, f"{chapter}: {gib:.1f} GiB"
@@ -77,8 +75,30 @@ def test_over_budget_list_is_still_true():
 def test_chapter_budget_lists_downloads_and_memory():
     b = chapter_budget("21_reag_critic")
     assert b["checkpoints"] == ["Qwen/Qwen2-VL-2B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct"]
-    assert b["download_gb"] == round((2.21 + 3.75) * 2, 1) and b["over_budget"]
-    assert b["peak_gib"] > 0.9 * 16
+    assert b["download_gb"] == round((2.21 + 3.75) * 2, 1) and not b["over_budget"]
+    phases = (memory_gib(3.75, "lora"), memory_gib(3.75) + memory_gib(2.21))   # train in place; then infer both
+    assert b["peak_gib"] == round(max(phases), 1) <= 0.9 * 16
+    assert chapter_budget("18_serts_ppo")["peak_gib"] > 0.9 * 16 and chapter_budget("18_serts_ppo")["over_budget"]
+
+
+def test_phased_chapters_free_one_model_before_the_next():
+    """A chapter in CHAPTER_PHASES trains in place and calls free_memory() before its next phase's load."""
+    import re
+    from pathlib import Path
+
+    from kbvqa.models.gpu_budget import CHAPTER_PHASES
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    for chapter, phases in CHAPTER_PHASES.items():
+        text = (root / f"{chapter}.ipynb").read_text()
+        assert {r for roles, _, _ in phases for r in roles} == CHAPTERS[chapter][0]
+        new = [roles - prev for (prev, _, _), (roles, _, _) in zip(((set(), (), ()),) + phases, phases)]
+        loads = [min(text.find(f'load_vlm(\\"{r}\\")') for r in roles) for roles in new]
+        assert all(i >= 0 for i in loads) and loads == sorted(loads), (chapter, loads)
+        for before, after in zip(loads, loads[1:]):
+            assert "free_memory()" in text[before:after], f"{chapter}: no free_memory() before a phase's load"
+        if any(in_place for _, _, in_place in phases):
+            assert re.search(r"in_place=True", text), chapter
     assert chapter_budget("00_toy_world") == {"checkpoints": [], "download_gb": 0.0, "peak_gib": 0.0,
                                               "over_budget": ""}
 

@@ -7,7 +7,7 @@
   Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.
 - retrieval encoders (``encoders.py``): token-level text (MiniLM) and image (small CNN) embeddings in
   one space for late interaction, pooled vectors for FAISS; CLIP in the gpu profile.
-- torchvision-free processors (``processors.py``), loading options (``loading.py``), hub
+- torchvision-free processors (``processors.py``), loading options and ``free_memory`` (``loading.py``), hub
   checkpoints per role and ``load_vlm(role)``, which picks the tiny or hub model by profile
   (``checkpoints.py``).
 - the toy literature the tiny model was pretrained on (``pretrain_mc_lit.py``): ``lit_question_split``
@@ -31,6 +31,7 @@ from kbvqa.models.encoders import (
 from kbvqa.models.families import FAMILIES, TinySpec, build_tiny_vlm, build_tokenizer, tiny_config
 from kbvqa.models.from_scratch import assoc_recall_table
 from kbvqa.models.gpu_budget import budget_table
+from kbvqa.models.loading import free_memory
 from kbvqa.models.outputs import Generations
 from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
 from kbvqa.models.scoring import CompletionLogprobs
@@ -38,6 +39,6 @@ from kbvqa.models.vlm import VLM
 
 __all__ = ["assoc_recall_table", "budget_table",
            "build_tiny_vlm", "build_tokenizer", "chat_images", "ClipEncoders", "CompletionLogprobs", "document_text",
-           "encoder_card", "EncoderConfig", "FAMILIES", "Generations", "get_encoders", "gpu_checkpoint",
+           "encoder_card", "EncoderConfig", "FAMILIES", "free_memory", "Generations", "get_encoders", "gpu_checkpoint",
            "GPU_CHECKPOINTS", "GPU_ENCODER", "lit_question_split", "load_encoders", "load_vlm", "make_chat",
            "rubric_score", "sentence_vectors", "tiny_config", "TinySpec", "ToyEncoders", "VLM"]

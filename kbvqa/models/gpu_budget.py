@@ -12,8 +12,9 @@ estimates it with the usual accounting, and says so wherever it is shown:
   grads, fp32 master copy and two Adam moments), times the same ``overhead``.
 
 ``CHAPTER_ROLES`` records what each chapter holds on the GPU (read off its cells; a test checks it
-against the notebooks), ``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, and
-``chapter_budget()`` the per-chapter download and memory estimates the README lists.
+against the notebooks), ``CHAPTER_PHASES`` the chapters that free one model before loading the next,
+``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, and ``chapter_budget()`` the per-chapter
+download and memory estimates the README lists.
 
 Parameter counts are the hub model cards' (billions, rounded). Where the checkpoint's published
 ``config.json`` is committed (``data/hub_configs``, ``kbvqa.models.hub_configs``), the count is
@@ -118,7 +119,7 @@ CHAPTER_ROLES = {
     "14_rcts_experiments": ({"generator"}, (), ()),
     "16_serts_tree_search": ({"generator"}, (), ()),
     "18_serts_ppo": ({"generator"}, ("generator", "generator"), ()),        # proposer and evaluator copies
-    "21_reag_critic": ({"critic", "generator"}, ("critic",), ()),            # train_critic deep-copies
+    "21_reag_critic": ({"critic", "generator"}, (), ("critic",)),            # see CHAPTER_PHASES
     "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
     "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
     "25_molt_candidates": ({"judge"}, (), ()),
@@ -127,20 +128,33 @@ CHAPTER_ROLES = {
     "28_molt_weak_to_strong": ({"judge"}, (), ()),
     "30_end_to_end": ({"generator"}, (), ()),
 }
+# Chapters whose training ends before they load the next model (``kbvqa.models.free_memory`` hands the
+# optimiser and activations back): their phases, each (roles, trained copies, trained in place) as in
+# CHAPTER_ROLES; the peak is the largest phase.
+CHAPTER_PHASES = {
+    "21_reag_critic": (({"critic"}, (), ("critic",)),        # train_critic(..., in_place=True): no copy
+                       ({"critic", "generator"}, (), ())),   # then the tuned critic beside the judge
+}
 OVER_BUDGET = {   # known gpu-profile defects (issue #19): each trains a deep copy beside its base
     "18_serts_ppo": "two LoRA copies of the 2B generator beside it (~17 GiB)",
-    "21_reag_critic": "a LoRA copy of the 3.75B critic beside it and the 2B generator (~24 GiB)",
 }
+
+
+def chapter_peak_gib(chapter: str) -> float:
+    """A chapter's estimated peak GiB: its largest phase (``CHAPTER_PHASES``), else all of its roles
+    at once (``CHAPTER_ROLES``), by ``chapter_memory_gib``."""
+    phases = CHAPTER_PHASES.get(chapter) or (CHAPTER_ROLES[chapter],)
+    return max(chapter_memory_gib({r: GPU_CHECKPOINTS[r] for r in roles}, copies, in_place)
+               for roles, copies, in_place in phases)
 
 
 def chapter_budget(chapter: str) -> dict:
     """A chapter's gpu-profile estimate: the checkpoints it loads, their download (bf16 weights,
-    GB) and its peak memory (GiB, ``chapter_memory_gib``); a chapter that loads no VLM: zeros."""
-
-    roles, copies, in_place = CHAPTER_ROLES.get(chapter, (set(), (), ()))
+    GB) and its peak memory (GiB, ``chapter_peak_gib``); a chapter that loads no VLM: zeros."""
+    roles = CHAPTER_ROLES.get(chapter, (set(), (), ()))[0]
     loaded = {r: GPU_CHECKPOINTS[r] for r in sorted(roles)}
     checkpoints = sorted(set(loaded.values()))
     return {"checkpoints": checkpoints,
             "download_gb": round(sum(PARAMS_B[c] * 2 for c in checkpoints), 1),
-            "peak_gib": round(chapter_memory_gib(loaded, copies, in_place), 1) if loaded else 0.0,
+            "peak_gib": round(chapter_peak_gib(chapter), 1) if loaded else 0.0,
             "over_budget": OVER_BUDGET.get(chapter, "")}

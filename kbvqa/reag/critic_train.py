@@ -10,10 +10,11 @@ unhelpful") and 70 % *hard* ("high similarity to the relevant ones"). On the toy
   section of the right page, or a random page), by ``kbvqa.prompts.formats.critic_negative``; prompts by
   ``kbvqa.prompts.formats.critic_example`` (the rendering the tiny model was pretrained with). Example i
   depends only on ``(seed, i)``.
-- ``train_critic(vlm, config)``: fine-tunes a *copy* of ``vlm`` (the caller's model is untouched),
-  fully or with LoRA adapters (``config.lora``); AdamW with a linear warm-up, from ``kbvqa.rl``'s
-  ``prepare_trainable`` / ``build_optimizer`` (as SFT and GRPO), seeded, tqdm progress. Returns the critic
-  VLM and its loss curve.
+- ``train_critic(vlm, config)``: fine-tunes a *copy* of ``vlm`` (the caller's model is untouched;
+  ``in_place=True`` trains ``vlm`` itself, for a caller that no longer needs the base: no second
+  copy of a 3B critic on the GPU), fully or with LoRA adapters (``config.lora``); AdamW with a
+  linear warm-up, from ``kbvqa.rl``'s ``prepare_trainable`` / ``build_optimizer`` (as SFT and
+  GRPO), seeded, tqdm progress. Returns the critic VLM and its loss curve.
 - ``critic_loss(vlm, prompts, labels)``: next-token prediction on the answer (the paper's
   objective) = the cross-entropy, over the whole vocabulary, of the one token "Yes"/"No" right
   after the generation prompt, the token ``p_yes`` reads. It equals ``training_batch``'s loss for
@@ -115,8 +116,10 @@ def critic_loss(vlm, prompts, labels):
     return F.cross_entropy(logits, targets)
 
 
-def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progress: bool = True):
-    """Fine-tune a copy of ``vlm`` as ReAG's critic on the toy world's training split.
+def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progress: bool = True,
+                 in_place: bool = False):
+    """Fine-tune a copy of ``vlm`` (``vlm`` itself when ``in_place``) as ReAG's critic on the toy
+    world's training split. Both give the same critic: the copy only keeps the caller's base intact.
 
     Returns ``(critic_vlm, curve)``; ``curve`` holds per-step ``step``, ``loss``, ``lr``, a moving
     average ``smoothed`` (window ``log_every``), ``seconds`` and the label mix actually drawn.
@@ -128,7 +131,7 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
         world = get_world(0)
     torch.set_num_threads(config.threads)
     seed_everything(config.seed)
-    critic = VLM.from_model(copy.deepcopy(vlm.model), vlm.processor)
+    critic = vlm if in_place else VLM.from_model(copy.deepcopy(vlm.model), vlm.processor)
     params = prepare_trainable(critic, config.lora, freeze_vision=False)
     optimiser, scheduler = build_optimizer(params, config.lr, config.weight_decay, config.warmup_steps,
                                            config.steps, schedule="constant")

@@ -33,7 +33,7 @@ def train_ladder_critic(world, config, vlm=None):
     """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped model."""
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
-    critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False)
+    critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None)
     return critic_vlm
 
 
