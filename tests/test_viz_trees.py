@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from kbvqa.rcts.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
-from kbvqa.viz.frames import frames_html  # noqa: E402
+from kbvqa.viz.frames import figure_png, frames_html, legible_pt, page_dpi, text_px_at_page_width  # noqa: E402
 from kbvqa.viz.trees import draw_rcts_tree, example_label, tree_layout, tree_state, tree_view  # noqa: E402
 from kbvqa.viz.trees_player import frame_rollouts, rcts_tree_html, render_frames  # noqa: E402
 
@@ -120,6 +120,43 @@ def test_frames_one_per_rollout_and_small_html():
     assert len(page) < 3_000_000
     assert len(render_frames([], dpi=40)) == 1
     assert 'type="range"' not in frames_html(render_frames([], dpi=40))
+
+
+def test_text_px_at_page_width_on_a_hand_made_figure():
+    """size_pt / 72 * min(dpi, 760 / width_in) of the smallest visible text, by hand."""
+    fig, (ax, hidden) = plt.subplots(1, 2, figsize=(10, 4))
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set_title("title", fontsize=12)
+    ax.set_xlabel("x", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.text(0.5, 0.5, "inside", fontsize=7)
+    ax.annotate("note", (0.2, 0.2), fontsize=6.5)
+    ax.legend(fontsize=6)
+    hidden.axis("off")                                   # its 3 pt tick labels are not drawn
+    hidden.tick_params(labelsize=3)
+    hidden.text(0.5, 0.5, "invisible", fontsize=2, visible=False)
+    hidden.text(0.5, 0.5, "", fontsize=1)                # empty: nothing to read
+    # 10 in wide: the page shows it at 760 / 10 = 76 px per inch at most
+    assert text_px_at_page_width(fig, 50) == pytest.approx(6 / 72 * 50)        # the PNG is narrower
+    assert text_px_at_page_width(fig, 100) == pytest.approx(6 / 72 * 76)       # scaled down to 760 px
+    assert text_px_at_page_width(fig, 200, page_px=1000) == pytest.approx(6 / 72 * 100)
+    ax.get_legend().remove()
+    assert text_px_at_page_width(fig, 100) == pytest.approx(6.5 / 72 * 76)     # now the annotation
+    ax.tick_params(labelsize=5)
+    assert text_px_at_page_width(fig, 100) == pytest.approx(5 / 72 * 76)       # tick labels count
+    plt.close(fig)
+    assert text_px_at_page_width(plt.figure(figsize=(4, 3)), 100) == float("inf")
+    plt.close("all")
+
+
+def test_frames_are_at_least_as_wide_as_the_page():
+    fig = plt.figure(figsize=(10, 2))
+    assert page_dpi(fig, 50) == 76 and page_dpi(fig, 120) == 120 and page_dpi(fig) == 76
+    assert legible_pt(10) == pytest.approx(7.6)          # 8 px * 72 * 10 in / 760 px = 7.58 pt
+    import struct
+    width = struct.unpack(">I", figure_png(fig, 50)[16:20])[0]
+    assert width == 760
+    assert struct.unpack(">I", figure_png(plt.figure(figsize=(10, 2)), 50, page_px=0)[16:20])[0] == 500
 
 
 def test_frame_selection():

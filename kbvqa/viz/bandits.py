@@ -4,11 +4,15 @@ One pure function, ``draw_exploration_term(ax, c, n_parent, ...)``, draws the ex
 ``c * bonus(N, N_parent)`` of each UCT variant against a child's visits ``N``. Three views call it:
 
 - ``draw_exploration_terms``: a static figure, one panel per ``c`` (what the built book shows);
-- ``exploration_slider_html``: one PNG per ``c`` behind the book's kernel-free slider
-  (``frames.frames_html``): it works in the HTML book with no kernel and no network
-  (matplotlib's ``to_jshtml`` player would fetch its button icons from a CDN);
-- ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab;
-  returns ``None`` with a message when ipywidgets is missing.
+- ``exploration_slider_html``: one ``exploration_frame`` PNG per ``c``, as wide as the book's
+  content column, behind the book's kernel-free slider (``frames.frames_html``): it works in the
+  HTML book with no kernel and no network (matplotlib's ``to_jshtml`` player would fetch its
+  button icons from a CDN);
+- ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab
+  drawing the same ``exploration_frame``; returns ``None`` with a message when ipywidgets is missing.
+
+Legibility: legends are at least 7 pt and ``frames.legible_pt`` of the figure's width, so every
+text is at least ``frames.MIN_TEXT_PX`` high at the book's page width.
 
 ``draw_exploration_vs_parent`` draws the term against ``N_parent`` and ``draw_regret_curves`` the
 mean (and 10-90 % band over seeds) of ``kbvqa.search.bandits.regret_curves``. Every figure is
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbvqa.search.uct import OFFICIAL_EPS, UCT_VARIANTS, exploration_term
-from kbvqa.viz.frames import figure_png, frames_html
+from kbvqa.viz.frames import figure_png, frames_html, legible_pt
 
 VARIANT_STYLE = {  # colour and label of each UCT variant in every figure of the chapter
     "paper": ("#4c72b0", "RCTS paper, Eq. 11"),
@@ -64,12 +68,12 @@ def draw_exploration_terms(cs=(0.1, 0.5, 1.0, 2.0), n_parent: int = 50, variants
     cs = list(cs)
     if not cs:
         raise ValueError("cs must hold at least one exploration constant")
-    fig, axes = plt.subplots(1, len(cs), figsize=(3.6 * len(cs), 3.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(cs), figsize=(2.8 * len(cs) + 0.4, 3.2), sharey=True, squeeze=False)
     for ax, c in zip(axes[0], cs):
         draw_exploration_term(ax, c, n_parent, variants)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
-    axes[0][0].legend(fontsize=7, frameon=False)
+    axes[0][0].legend(fontsize=max(7.0, legible_pt(fig.get_size_inches()[0])), frameon=False)
     fig.tight_layout()
     plt.close(fig)
     return fig
@@ -95,33 +99,38 @@ def draw_exploration_vs_parent(c: float = 0.5, visits=(1, 4, 16), n_parent_max: 
         ax.set_xlabel("visits of the parent, N(parent)")
         ax.spines[["top", "right"]].set_visible(False)
     axes[0][0].set_ylabel("exploration term")
-    axes[0][0].legend(fontsize=7, frameon=False)
+    axes[0][0].legend(fontsize=max(7.0, legible_pt(fig.get_size_inches()[0])), frameon=False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def exploration_frame(c: float, n_parent: int = 50, variants=UCT_VARIANTS):
+    """One frame of the slider and the live widget: ``draw_exploration_term`` in a 5.5 x 3.4 in
+    figure with its legend; the figure is closed (a notebook shows it once)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    draw_exploration_term(ax, float(c), n_parent, variants)
+    ax.legend(fontsize=max(7.0, legible_pt(5.5)), frameon=False, loc="upper right")
     fig.tight_layout()
     plt.close(fig)
     return fig
 
 
 def exploration_slider_html(cs=None, n_parent: int = 50, variants=UCT_VARIANTS,
-                            dpi: int = 60) -> str:
-    """A kernel-free slider over ``c``: one ``draw_exploration_term`` frame per value, shown by
+                            dpi: float | None = None) -> str:
+    """A kernel-free slider over ``c``: one ``exploration_frame`` per value, shown by
     ``kbvqa.viz.frames.frames_html`` (self-contained HTML: no kernel, no network).
 
-    Returns the HTML string (display it with ``IPython.display.HTML``); frames are rendered at a
-    low ``dpi`` to keep the page small (about 15-25 kB per frame).
+    Returns the HTML string (display it with ``IPython.display.HTML``); frames are rendered at
+    ``dpi`` but never narrower than the book's content column (``frames.figure_png``), about
+    40 kB per frame.
     """
-    import matplotlib.pyplot as plt
-
-
     cs = np.round(np.linspace(0.0, 2.0, 11), 2) if cs is None else np.asarray(cs, dtype=float)
     if cs.size == 0:
         raise ValueError("cs must hold at least one exploration constant")
-    frames = []
-    for c in cs:
-        fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=dpi)
-        draw_exploration_term(ax, float(c), n_parent, variants)
-        ax.legend(fontsize=7, frameon=False, loc="upper right")
-        fig.tight_layout()
-        frames.append(figure_png(fig, dpi))
+    frames = [figure_png(exploration_frame(float(c), n_parent, variants), dpi) for c in cs]
     labels = [f"c = {float(c):g}" for c in cs]
     return frames_html(frames, labels, title=f"UCT's exploration term, N_parent = {n_parent}: drag to change c")
 
@@ -137,15 +146,10 @@ def exploration_widget(n_parent: int = 50):
     except ImportError:
         print("ipywidgets is not installed: `pip install ipywidgets` for the live slider")
         return None
-    import matplotlib.pyplot as plt
     from IPython.display import display
 
     def show(c=0.5, n_parent=n_parent, variant="all"):
-        fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        draw_exploration_term(ax, c, n_parent, UCT_VARIANTS if variant == "all" else (variant,))
-        ax.legend(fontsize=7, frameon=False, loc="upper right")
-        plt.close(fig)
-        display(fig)
+        display(exploration_frame(c, n_parent, UCT_VARIANTS if variant == "all" else (variant,)))
 
     return widgets.interactive(
         show,

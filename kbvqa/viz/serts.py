@@ -10,16 +10,21 @@ shows how many of them its D u O_d^anc holds.
 ``serts_tree_records`` is the same information as plain rows (for a table or a test), and
 ``draw_anytime_recall`` plots recall against the number of expansions (mean and seed range).
 
-Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents centred).
+Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents centred), or from
+the caller (the slider passes the final tree's, so nodes keep their place from frame to frame).
+Legibility: 1.1 in per leaf, and no text smaller than 7.5 pt nor than ``frames.legible_pt`` of the
+figure's width, so the smallest text is at least ``frames.MIN_TEXT_PX`` high at the book's page
+width; edge labels are wrapped to the room between sibling edges.
 Leaves out: the search, animation (the RCTS player in ``trees_player`` is not reused here).
 """
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from kbvqa.viz.frames import legible_pt
 from kbvqa.viz.trees import tree_layout
 
 __all__ = ["draw_anytime_recall", "draw_serts_tree", "serts_tree_records", "short_query"]
@@ -40,8 +45,12 @@ def short_query(query: str | None, max_chars: int = 28, question: str | None = N
     return query if len(query) <= max_chars else query[: max_chars - 1] + "…"
 
 
-def _wrapped(text: str, width: int = 18) -> str:
-    return "\n".join(textwrap.wrap(text, width)[:3]) if text else ""
+def _wrapped(text: str, width: int = 18, max_lines: int = 4) -> str:
+    lines = textwrap.wrap(text, width, break_long_words=False) if text else []
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(width - 1, 1)].rstrip("…") + "…"
+    return "\n".join(lines)
 
 
 def serts_tree_records(result, gold: Iterable[str] | None = None) -> list[dict]:
@@ -60,20 +69,32 @@ def serts_tree_records(result, gold: Iterable[str] | None = None) -> list[dict]:
 
 
 def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_query_chars: int = 40,
-                    title: str | None = None):
-    """Draw the tree into ``ax`` (or a new figure, closed so notebooks show it once) and return the figure."""
+                    title: str | None = None, positions: Mapping | None = None):
+    """Draw the tree into ``ax`` (or a new figure, closed so notebooks show it once) and return the figure.
+
+    ``positions``: node id -> (x, y) to place the nodes at (default: ``tree_layout`` of this tree);
+    with a new figure, its size follows these positions."""
     import matplotlib.pyplot as plt
 
     rows = serts_tree_records(result, gold)
-    positions = tree_layout({r["id"]: r["parent"] for r in rows})
+    own = tree_layout({r["id"]: r["parent"] for r in rows})
+    if positions is None or any(r["id"] not in positions for r in rows):
+        positions = own
     by_id = {n.id: n for n in result.nodes}
     best_path = {n.id for n in result.best.path()}
     cmap = plt.get_cmap("RdYlGn")
+    xs = [p[0] for p in positions.values()]
+    ys = [p[1] for p in positions.values()]
     if ax is None:
-        width = max(4.0, 1.5 * (1 + max(x for x, _ in positions.values())))
-        fig, ax = plt.subplots(figsize=(min(width, 18.0), 1.6 + 1.5 * max(r["depth"] for r in rows)))
+        width = min(max(4.0, 1.1 * (1 + max(xs) - min(xs)) + 0.5), 14.0)
+        height = 1.7 + 1.6 * (max(ys) - min(ys))
+        fig, ax = plt.subplots(figsize=(width, height))
+        fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=1 - 0.6 / height)   # room for the title
         plt.close(fig)
     fig = ax.figure
+    fontsize = max(7.5, legible_pt(fig.get_size_inches()[0]))
+    unit_pt = 72.0 * fig.get_size_inches()[0] * ax.get_position().width / (max(xs) - min(xs) + 1.6)
+    chars = max(11, int(0.6 * unit_pt / (0.55 * fontsize)))   # sibling labels sit 0.62 unit apart
     for r in rows:
         x, y = positions[r["id"]]
         if r["parent"] is not None:
@@ -82,8 +103,8 @@ def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_quer
             ax.plot([px, x], [py, y], color="#c0392b" if on_path else "#888888", lw=2.2 if on_path else 0.8,
                     zorder=1)
             mark = ("*" if r["repeated"] else "") + ("" if r["well_formed"] else "?")
-            label = _wrapped(short_query(r["query"], max_query_chars, result.question)) + mark
-            ax.text(px + 0.7 * (x - px), py + 0.7 * (y - py), label, fontsize=5.5,
+            label = _wrapped(short_query(r["query"], max_query_chars, result.question), chars) + mark
+            ax.text(px + 0.62 * (x - px), py + 0.62 * (y - py), label, fontsize=fontsize, linespacing=1.1,
                     ha="center", va="center", rotation=0, zorder=3, color="#1f3b73",
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
         score = r["score"]
@@ -92,18 +113,16 @@ def draw_serts_tree(result, ax=None, gold: Iterable[str] | None = None, max_quer
         text += f"\nN {r['visits']}  V {r['mean_value']:.2f}"
         if "gold_found" in r:
             text += f"\ngold {r['gold_found']}"
-        ax.text(x, y, text, ha="center", va="center", fontsize=6.5, zorder=4,
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize + 0.5, zorder=4,
                 bbox=dict(boxstyle="round,pad=0.3", fc=colour,
                           ec="#c0392b" if r["id"] in best_path else "#555555",
                           lw=2.0 if by_id[r["id"]] is result.best else 0.6))
-    xs = [p[0] for p in positions.values()]
-    ys = [p[1] for p in positions.values()]
     ax.set_xlim(min(xs) - 0.8, max(xs) + 0.8)
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.axis("off")
     head = title if title is not None else short_query(result.question, 70)
     ax.set_title(f"{head}\nbest R = {result.best.score}  sims = {result.simulations}"
-                 + ("  (stopped at 5)" if result.stopped_early else ""), fontsize=8)
+                 + ("  (stopped at 5)" if result.stopped_early else ""), fontsize=fontsize + 1.5)
     return fig
 
 

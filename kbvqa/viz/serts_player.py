@@ -7,10 +7,12 @@ backed-up reward is its R(s) minus its children's (backpropagation adds a new no
 node and to every ancestor, so R(s) = own reward + sum of the children's R). The early-stop flag
 is set only on the last snapshot of a search that stopped early.
 
-``serts_tree_html(result, ...)`` draws each snapshot with ``draw_serts_tree`` and puts the PNG
-frames behind the same kernel-free HTML slider the RCTS viewer uses (``frames.frames_html``),
-so it works in the built book. ``anytime_recall(results, gold, upto)`` is the recall of the documents
-each search would return had it stopped after ``upto`` expansions (chapter 16's curve over Sim).
+``serts_tree_html(result, ...)`` draws each snapshot with ``draw_serts_tree`` (at the final tree's
+positions, so nodes keep their place and every frame has the same size) and puts the PNG frames,
+as wide as the book's content column, behind the same kernel-free HTML slider the RCTS viewer uses
+(``frames.frames_html``), so it works in the built book. ``anytime_recall(results, gold, upto)``
+is the recall of the documents each search would return had it stopped after ``upto`` expansions
+(chapter 16's curve over Sim).
 Leaves out: the search itself, a live ipywidgets version.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kbvqa.serts.evaluate import retrieval_scores
 from kbvqa.serts.search import SeRTSNode, SeRTSResult
 from kbvqa.viz.frames import figure_png, frames_html
 from kbvqa.viz.serts import draw_serts_tree
+from kbvqa.viz.trees import tree_layout
 from kbvqa.viz.trees_player import frame_rollouts
 
 __all__ = ["own_rewards", "serts_snapshot", "serts_tree_html"]
@@ -56,19 +59,22 @@ def serts_snapshot(result: SeRTSResult, upto: int) -> SeRTSResult:
                        result.stopped_early and last, result.simulations if last else upto)
 
 
-def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: int = 60, title: str = "",
+def serts_tree_html(result: SeRTSResult, max_frames: int | None = 12, dpi: float | None = None, title: str = "",
                     **draw_kwargs):
     """``IPython.display.HTML``: the tree after each expansion, behind a slider that needs no kernel.
 
+    Frames are at ``dpi`` but never narrower than the content column (``frames.figure_png``).
     In every frame but the last, "sims" counts expansions (spent simulations are not replayed)."""
     from IPython.display import HTML
 
     expansions = len(result.nodes) - 1
-    positions = [p + 1 for p in frame_rollouts(expansions, max_frames)] if expansions else [0]
+    steps = [p + 1 for p in frame_rollouts(expansions, max_frames)] if expansions else [0]
+    draw_kwargs.setdefault("positions", tree_layout({n.id: n.parent.id if n.parent is not None else None
+                                                     for n in result.nodes}))
     frames = []
-    for upto in positions:
+    for upto in steps:
         frames.append(figure_png(draw_serts_tree(serts_snapshot(result, upto), **draw_kwargs), dpi))
-    labels = [f"after expansion {p} of {expansions}" for p in positions]
+    labels = [f"after expansion {p} of {expansions}" for p in steps]
     return HTML(frames_html(frames, labels, title or "drag the slider to step through the expansions"))
 
 

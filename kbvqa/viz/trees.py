@@ -19,9 +19,11 @@ Leaves out: the search itself (``kbvqa.search``), any file or network I/O.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 
 from kbvqa.data.schema import open_image
+from kbvqa.viz.frames import legible_pt
 from kbvqa.viz.trees_records import NodeView, TreeView, tree_state, tree_view
 
 __all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "tree_layout", "tree_state",
@@ -99,8 +101,20 @@ def _thumbnail(image_ref, size: int):
     return image
 
 
+_BEHIND = dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8)   # keeps edges off the text
+
+
+def _wrap_label(text: str, chars: int, max_lines: int = 4) -> str:
+    """``text`` with each of its lines wrapped to ``chars`` characters, at most ``max_lines`` lines."""
+    lines = [part for line in text.split("\n") for part in (textwrap.wrap(line, chars) or [""])]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(chars - 1, 1)] + "…"
+    return "\n".join(lines)
+
+
 def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good, thumb_px: int,
-               cmap, show_rewards: bool, thumbs: dict):
+               cmap, show_rewards: bool, thumbs: dict, fontsize: float = 8.0, label_chars: int = 16):
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
     q, n, uct = state["q"], state["n"], state["uct"]
@@ -109,7 +123,7 @@ def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good
     text += f"Q {q:.2f}  N {n}"
     if uct is not None:
         text += f"\nUCT {uct:.2f}" if math.isfinite(uct) and abs(uct) < 1e3 else "\nUCT >>1"
-    ax.text(xy[0], xy[1], text, ha="center", va="center", fontsize=6.5, zorder=4,
+    ax.text(xy[0], xy[1], text, ha="center", va="center", fontsize=fontsize + 0.5, zorder=4,
             bbox=dict(boxstyle="round,pad=0.25", fc=colour, ec="#c0392b" if on_path else "#555555",
                       lw=2.0 if on_path else 0.6))
     if example is not None and node.parent is not None:
@@ -118,24 +132,25 @@ def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good
             thumbs[key] = _thumbnail(_get(example, "image"), thumb_px) if thumb_px else None
         image = thumbs[key]
         if image is not None:
-            box = AnnotationBbox(OffsetImage(image, zoom=1.0), (xy[0], xy[1] - 0.33), frameon=True,
+            box = AnnotationBbox(OffsetImage(image, zoom=1.0), (xy[0], xy[1] - 0.31), frameon=True,
                                  pad=0.05, zorder=3,
                                  bboxprops=dict(ec="#2e8b57" if good else "#999999", lw=1.5 if good else 0.5))
             ax.add_artist(box)
-        ax.text(xy[0], xy[1] - 0.55, example_label(example) + (" ✓" if good else ""), ha="center",
-                va="top", fontsize=5.5, zorder=3, color="#2e8b57" if good else "#333333")
+        label = _wrap_label(example_label(example) + (" ✓" if good else ""), label_chars)
+        ax.text(xy[0], xy[1] - 0.5, label, ha="center", va="top", fontsize=fontsize, zorder=3,
+                color="#2e8b57" if good else "#333333", linespacing=1.1, bbox=_BEHIND)
     if show_rewards and state["rewards"]:
-        shown = " ".join(f"{r:.1f}" for _, r in state["rewards"][-4:])
-        more = "… " if len(state["rewards"]) > 4 else ""
-        ax.text(xy[0], xy[1] + 0.2, "r: " + more + shown, ha="center", va="bottom", fontsize=5.5,
-                color="#7f3c8d", zorder=4)
+        shown = " ".join(f"{r:.1f}" for _, r in state["rewards"][-3:])
+        more = "…" if len(state["rewards"]) > 3 else ""
+        ax.text(xy[0], xy[1] + 0.19, "r: " + more + shown, ha="center", va="bottom", fontsize=fontsize,
+                color="#7f3c8d", zorder=4, bbox=_BEHIND)
 
 
 def _get(obj, key):
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
-def _draw_rewards(ax, view: TreeView, upto: int):
+def _draw_rewards(ax, view: TreeView, upto: int, fontsize: float = 8.0):
     rewards = [r.reward for r in view.rollouts]
     xs = list(range(1, len(rewards) + 1))
     colours = ["#c0392b" if i == upto else ("#7f3c8d" if i < upto else "#dddddd")
@@ -144,16 +159,16 @@ def _draw_rewards(ax, view: TreeView, upto: int):
     ax.bar(xs, heights, color=colours, width=0.7)
     ax.set_xlim(0.3, max(len(rewards), 1) + 0.7)
     ax.set_ylim(0, 1.05)
-    ax.set_xticks(xs, [str(x) for x in xs], fontsize=6)
-    ax.tick_params(axis="y", labelsize=6)
-    ax.set_ylabel("reward Q_i", fontsize=7)
-    ax.set_xlabel("rollout", fontsize=7)
+    ax.set_xticks(xs, [str(x) for x in xs], fontsize=fontsize)
+    ax.tick_params(axis="y", labelsize=fontsize)
+    ax.set_ylabel("reward Q_i", fontsize=fontsize + 0.5)
+    ax.set_xlabel("rollout", fontsize=fontsize + 0.5)
     ax.spines[["top", "right"]].set_visible(False)
 
 
 def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examples: Mapping | None = None,
                    good_example: Callable | None = None, thumb_px: int = 24, show_rewards: bool = True,
-                   title: str | None = None, width_per_leaf: float = 1.25, dpi: int = 90,
+                   title: str | None = None, width_per_leaf: float = 0.85, dpi: int = 90,
                    thumbnails: dict | None = None):
     """Draw the search tree after rollout ``upto_rollout`` (0-based; ``None``: the last) and return the
     Figure (closed when this function created it, so a notebook shows it once).
@@ -165,6 +180,12 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
     ``ax``: draw the tree only, into this Axes (no reward strip, the figure is not closed).
     ``thumbnails``: a dict the caller keeps to reuse rendered thumbnails between frames.
     An empty tree draws a placeholder; ``upto_rollout`` outside the rollouts raises ``ValueError``.
+
+    Legibility: the figure is ``width_per_leaf`` inches per leaf (0.85: the chapters' trees, P = 10
+    rollouts so at most 10 leaves, are ~9.3 in wide) and no text is smaller than 7.5 pt nor than
+    ``frames.legible_pt`` of the figure's width, so the smallest text is at least
+    ``frames.MIN_TEXT_PX`` high once the book scales the picture to its content column; example
+    labels are wrapped to the width of a leaf's column.
     """
     import matplotlib.pyplot as plt
     from matplotlib import colormaps
@@ -178,11 +199,12 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
     if created:
         parents = {node.parent for node in view.nodes.values()}
         n_leaves = sum(n not in parents for n in view.nodes)
-        width = min(max(4.5, width_per_leaf * max(n_leaves, 1) + 1.0), 14.0)
+        width = min(max(4.5, width_per_leaf * max(n_leaves, 1) + 0.8), 12.0)
         depth = max((node.depth for node in view.nodes.values()), default=0)
-        fig, (ax, strip) = plt.subplots(2, 1, figsize=(width, 1.35 * (depth + 1) + 1.9), dpi=dpi,
-                                        gridspec_kw={"height_ratios": [1.35 * (depth + 1), 1.0]})
+        fig, (ax, strip) = plt.subplots(2, 1, figsize=(width, 1.8 * (depth + 1) + 1.7), dpi=dpi,
+                                        gridspec_kw={"height_ratios": [1.8 * (depth + 1), 1.0]})
     fig = ax.figure
+    fontsize = max(7.5, legible_pt(fig.get_size_inches()[0]))
     ax.axis("off")
     if not state["nodes"]:
         ax.text(0.5, 0.5, "empty tree: no nodes yet", ha="center", va="center", transform=ax.transAxes)
@@ -201,16 +223,19 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
                     lw=2.2 if on_path else 0.8, zorder=1)
     cmap = colormaps["YlGn"]
     examples = examples or {}
+    xs = [p[0] for p in layout.values()]
+    ys = [p[1] for p in layout.values()]
+    axes_width = 0.96 if created else ax.get_position().width   # tight_layout fills the width
+    column_pt = 72.0 * fig.get_size_inches()[0] * axes_width / (max(xs) - min(xs) + 1.2)
+    label_chars = max(8, int(column_pt / (0.55 * fontsize)))
     for node_id, xy in positions.items():
         node = view.nodes[node_id]
         example = examples.get(node.example_id, node.example) if node.example_id is not None else node.example
         good = bool(good_example(example)) if (good_example and example is not None) else False
         _draw_node(ax, xy, node, state["values"][node_id], node_id in path, example, good, thumb_px,
-                   cmap, show_rewards, {} if thumbnails is None else thumbnails)
-    xs = [p[0] for p in layout.values()]
-    ys = [p[1] for p in layout.values()]
+                   cmap, show_rewards, {} if thumbnails is None else thumbnails, fontsize, label_chars)
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_ylim(min(ys) - 0.85, max(ys) + 0.45)
+    ax.set_ylim(min(ys) - 0.95, max(ys) + 0.45)
     if title is None:
         title = "empty search" if upto < 0 else f"after rollout {upto + 1} of {len(view.rollouts)}"
         rollout = view.rollouts[upto] if upto >= 0 else None
@@ -220,10 +245,10 @@ def draw_rcts_tree(tree_records, upto_rollout: int | None = None, ax=None, examp
             title += f", answer {rollout.answer}"
         if state["replayed"]:
             title += "\n(Q of earlier rollouts replayed as mean backup)"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=fontsize + 2)
     if created:
         if view.rollouts:
-            _draw_rewards(strip, view, upto)
+            _draw_rewards(strip, view, upto, fontsize)
         else:
             strip.axis("off")
         fig.tight_layout()

@@ -3,10 +3,12 @@
 Both step through the rollouts of one search by calling ``draw_rcts_tree(records, upto_rollout=r)``
 (``trees.py``), so every front-end shows the same picture:
 
-- ``rcts_tree_html``: pre-renders one small PNG per rollout (``max_frames`` of them at most, always
+- ``rcts_tree_html``: pre-renders one PNG per rollout (``max_frames`` of them at most, always
   including the last) and returns an ``IPython.display.HTML`` with the frames and a range slider
   whose inline ``oninput`` shows one frame. It needs no kernel, so it works in the built book's
-  HTML; at the default size a frame is ~30-60 kB, so ten frames stay well under 1 MB.
+  HTML. Frames are as wide as the book's content column (``frames.page_dpi``: a ``dpi`` below it
+  is raised), so their text is as large as on the static figure: ~100 kB of PNG a frame for the
+  chapters' 20-node trees, ~0.8 MB of HTML for chapter 14's six frames.
 - ``rcts_tree_widget``: an ``ipywidgets`` slider that redraws live into an ``Image`` widget in
   Jupyter/Colab. Without ipywidgets it says so and returns the HTML slider instead.
 
@@ -36,17 +38,20 @@ def frame_rollouts(n_rollouts: int, max_frames: int | None = None) -> list[int]:
     return sorted({round(i * step) for i in range(max_frames)})
 
 
-def render_frames(tree_records, max_frames: int | None = 12, dpi: int = 60, **draw_kwargs) -> list[bytes]:
-    """PNG bytes of each frame of ``frame_rollouts`` (one ``draw_rcts_tree`` call per frame)."""
+def render_frames(tree_records, max_frames: int | None = 12, dpi: float | None = None,
+                  **draw_kwargs) -> list[bytes]:
+    """PNG bytes of each frame of ``frame_rollouts`` (one ``draw_rcts_tree`` call per frame), at
+    ``dpi`` but never narrower than the content column (``frames.figure_png``)."""
     view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
     frames, thumbnails = [], draw_kwargs.pop("thumbnails", {})
     for upto in frame_rollouts(len(view.rollouts), max_frames):
-        fig = draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, thumbnails=thumbnails, **draw_kwargs)
+        fig = draw_rcts_tree(view, upto_rollout=upto, thumbnails=thumbnails, **draw_kwargs)
         frames.append(figure_png(fig, dpi))
     return frames
 
 
-def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: int = 60, title: str = "", **draw_kwargs):
+def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: float | None = None, title: str = "",
+                   **draw_kwargs):
     """``IPython.display.HTML``: the tree after each rollout, behind a slider that needs no kernel."""
     from IPython.display import HTML
 
@@ -57,9 +62,11 @@ def rcts_tree_html(tree_records, max_frames: int | None = 12, dpi: int = 60, tit
     return HTML(frames_html(frames, labels, title or "drag the slider to step through the rollouts"))
 
 
-def rcts_tree_widget(tree_records, dpi: int = 70, **draw_kwargs):
+def rcts_tree_widget(tree_records, dpi: float | None = None, **draw_kwargs):
     """A live ``ipywidgets`` slider over the rollouts (Jupyter/Colab): moving it redraws the tree into
-    an ``Image`` widget. Without ipywidgets, the kernel-free HTML slider of ``rcts_tree_html``."""
+    an ``Image`` widget (as wide as the content column at least, like the HTML frames; the book
+    embeds the first image in the page). Without ipywidgets, the kernel-free HTML slider of
+    ``rcts_tree_html``."""
     try:
         import ipywidgets as widgets
     except ImportError:
@@ -71,7 +78,7 @@ def rcts_tree_widget(tree_records, dpi: int = 70, **draw_kwargs):
     draw_kwargs.setdefault("thumbnails", {})
 
     def png(upto: int) -> bytes:
-        return figure_png(draw_rcts_tree(view, upto_rollout=upto, dpi=dpi, **draw_kwargs), dpi)
+        return figure_png(draw_rcts_tree(view, upto_rollout=upto, **draw_kwargs), dpi)
 
     slider = widgets.IntSlider(value=last, min=min(0, last), max=last, description="rollout",
                                readout_format="d", continuous_update=False)
