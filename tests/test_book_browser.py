@@ -207,7 +207,7 @@ def test_math_and_widgets_render_offline_in_chromium(tmp_path):
     pages = _pages_to_open()
     assert any(caption for caption in pages.values()), "no toc page was built"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    seen_math = seen_widgets = 0
+    seen_math = 0
     for number, (page, caption) in enumerate(pages.items()):
         path = HTML / f"{page}.html"
         source = path.read_text(encoding="utf-8")
@@ -226,7 +226,6 @@ def test_math_and_widgets_render_offline_in_chromium(tmp_path):
                   and re.search(r"error|uncaught|failed", line, re.I)]
         assert broken == [], f"{page}: {broken[:3]}"
         seen_math += expected.math_elements
-        seen_widgets += views
         if caption:  # the screenshot: the page in a frame scrolled to its widget or first equation
             frame = tmp_path / f"frame{number}.html"
             frame.write_text(f'<!DOCTYPE html><body style="margin:0"><iframe src="{path.as_uri()}'
@@ -238,8 +237,9 @@ def test_math_and_widgets_render_offline_in_chromium(tmp_path):
             _open(frame.as_uri(), tmp_path / "profile", screenshot=shot, dump=False)
             assert shot.is_file() and shot.stat().st_size > 20_000, f"{shot} looks blank"
     assert seen_math > 0, "no page with math was opened: is the build empty?"
-    if os.environ.get("KBVQA_REQUIRE_BOOK"):
-        assert seen_widgets > 0, "the full book shows at least one saved widget (chapter 10's bar)"
+    # The built book saves no widget today: its only ones were progress bars, which the build now
+    # switches off (KBVQA_PROGRESS=0), and its sliders are kernel-free HTML (checked below). A
+    # chapter that saves a widget again gets it checked by the per-page assertion above.
 
 
 # Runs inside a frame's parent page: moves every kernel-free slider to 0 and reads what is shown.
