@@ -246,9 +246,8 @@ class Trainer:
 
     def _set_lr(self, total: int) -> None:
         """``lr_at`` counted from the stage's (re)start: a reopened stage warms up again, because its
-        AdamW moments start from zero and the first steps at a near-peak rate would move every weight
-        by about the learning rate (measured: round 2's mixture reopened at 0.79 x peak without a
-        warm-up took the loss from 0.24 to 2.2 and naming from 0.53 to 0.0 within 100 steps)."""
+        AdamW moments start from zero, and Adam's first steps at a near-peak rate move every trained
+        weight by about the learning rate whatever its gradient's size."""
         start = self.restart_step()
         for g in self.optimizer.param_groups:
             g["lr"] = lr_at(self.state["step"] - start, total - start, g["peak"], self.config.warmup_steps)
