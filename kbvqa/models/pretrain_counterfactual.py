@@ -4,7 +4,7 @@ Why this task exists (model card, chapter 01): the first tiny checkpoint answere
 question with a typical value of the asked attribute ("What is the weight ...?" -> "8.7") whatever
 the passage said. In the training split each creature's facts never change, so answering from
 memory (the question's wording + the creature's look) lowers the loss as well as reading does,
-and memorising is the easier path for a 1.4M-parameter model. Counterfactual augmentation, the
+and memorising is the easier path for a 1.45M-parameter model. Counterfactual augmentation, the
 standard remedy for "parametric knowledge wins over context" (e.g. Longpre et al. 2021,
 knowledge conflicts), removes that path: the gold passage's value is swapped for the value that
 *another* training creature has for the same attribute, consistently in the passage, in the

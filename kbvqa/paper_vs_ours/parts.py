@@ -63,7 +63,7 @@ _REAG_WHY = {
               "with or without them (it reads a fact only from few passages)",
     "coarse_critic": "our critic halves the passages (40 -> 22) but the tiny reader still fails among 22",
     "fine_critic": "the toy query images show one subject, so the crop adds little; the reader is the bottleneck",
-    "sft": "150 SFT steps on 1,024 tuples of a 1.4 M-parameter model vs ReAG's SFT of a 3B model",
+    "sft": "150 SFT steps on 1,024 tuples of a 1.45M-parameter model vs ReAG's SFT of a 3B model",
     "traces": "the cold start lowers the reader's ceiling with the evidence alone (0.39 -> 0.20)",
     "rl": "30 GRPO steps, G = 4; the paper: 128 prompts per step, G = 8, a 3B model",
 }
@@ -169,7 +169,7 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
     results = _load(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     records = load_molt_records(out) if (out / "runs.jsonl").exists() else {}
-    why = ("a 1.4 M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
+    why = ("a 1.45M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
            "5 candidates as the paper")
     specs = [("tournament vs one-shot 5-way (base)", "Tab. 5", "zero_shot_one_shot", "zero_shot_tournament", (0, 1)),
              ("SFT cold start vs base tournament", "Tab. 5", "zero_shot_tournament", "sft_tournament", (1, 2)),

@@ -10,7 +10,7 @@ MOLT's ``{1, 2, 3, 4, 5}``), so the papers' text needs no escaping. Image marker
 Names. ``<paper>_<role>`` is the user turn (or the whole prompt when the paper prints one block);
 ``<paper>_<role>_system`` is its system turn when the paper gives one. ``..._short`` files are the
 cpu-profile renderings of a long template: same slots, same output format, one or two sentences
-instead of a page, because a 1M-parameter model pays for every token and understands none of the
+instead of a page, because a 1.45M-parameter model pays for every token and understands none of the
 instructions (it learns the task from the pretraining mix, ``kbvqa.models.pretrain_mix``).
 The gpu profile must use the papers' text (``short=False``, the default).
 

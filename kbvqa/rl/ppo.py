@@ -49,7 +49,7 @@ class PPOConfig:
     clip_eps: float = 0.2                  # epsilon of Eq. 2 (TRL's cliprange)
     reward_baseline: float = PPO_REWARD_BASELINE   # App. C.4
     advantage_scale: float = 1.0           # A = (R - baseline) * scale
-    learning_rate: float = 1.41e-5         # App. C.4 (a 1M-parameter model needs ~1e-3)
+    learning_rate: float = 1.41e-5         # App. C.4 (a 1.45M-parameter model needs ~1e-3)
     batch_size: int = 8                    # trajectories per ppo_step (App. C.4)
     mini_batch_size: int = 1               # trajectories per gradient step (App. C.4 micro_batch_size)
     ppo_epochs: int = 4                    # passes over the batch per step (TRL default)

@@ -12,7 +12,7 @@ search with different models (``make_models``):
   gold abstracts with probability 0.5, goes off topic with probability 0.2, ignores the feedback) and
   ``kbvqa.serts.oracle.rubric_evaluator`` grades with the toy App. A rubric: competent parts, so the search
   itself is what is measured. Its "tokens" are words. The analogue of the paper's GPT-3.5 rows.
-- ``tiny``: honesty. The shipped ~1M-parameter tiny model is proposer and evaluator (temperature 0.7,
+- ``tiny``: honesty. The shipped 1.45M-parameter tiny model is proposer and evaluator (temperature 0.7,
   App. C.2). The analogue of the paper's Llama2-7B rows, on fewer questions (it is slow).
 
 In both setups the answer (Tab. 10 prompt) is written by the tiny model with greedy decoding, cached

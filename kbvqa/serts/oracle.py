@@ -1,5 +1,5 @@
 """Scripted stand-ins for SeRTS's two models on the toy literature, to see the search work when its
-parts are competent (the shipped 1M-parameter model's grades hardly correlate with the rubric).
+parts are competent (the shipped 1.45M-parameter model's grades hardly correlate with the rubric).
 
 - ``rubric_evaluator(world)``: a Generator for Tab. 1 prompts that reads the question and the graded
   abstracts back from the prompt text and answers with the toy world's App. A rubric
