@@ -62,7 +62,8 @@ _REAG_WHY = {
     "coarse": "the paper's generator loses accuracy when 128.6 passages drown the answer; ours answers nothing "
               "with or without them (it reads a fact only from few passages)",
     "coarse_critic": "our critic halves the passages (40 -> 22) but the tiny reader still fails among 22",
-    "fine_critic": "the toy query images show one subject, so the crop adds little; the reader is the bottleneck",
+    "fine_critic": "the crop finds pages the whole cluttered image ranks low (chapter 20), but the reader fails among "
+                   "the passages either way: the reader is the bottleneck",
     "sft": "150 SFT steps on 1,024 tuples of a 1.45M-parameter model vs ReAG's SFT of a 3B model",
     "traces": "the cold start lowers the reader's ceiling with the evidence alone (0.39 -> 0.20)",
     "rl": "30 GRPO steps, G = 4; the paper: 128 prompts per step, G = 8, a 3B model",
