@@ -90,6 +90,28 @@ def test_paired_bootstrap_and_same_answers():
     assert same_answers(["A", None, "B"], ["A", None, "C"]) == pytest.approx(2 / 3)
 
 
+def test_paired_sample_size_by_hand_and_by_simulation():
+    import math
+
+    import numpy as np
+
+    from kbvqa.metrics import paired_sample_size
+
+    # by hand: diff 0.1, psi 0.3, 95 % / 80 %: (1.95996 sqrt(0.3) + 0.84162 sqrt(0.29))^2 / 0.01
+    by_hand = (1.959964 * math.sqrt(0.3) + 0.841621 * math.sqrt(0.29)) ** 2 / 0.01
+    assert paired_sample_size(0.1, 0.3) == math.ceil(by_hand) == 234
+    assert paired_sample_size(-0.1, 0.3) == 234 and paired_sample_size(0.1, 0.3, power=0.9) > 234
+    # simulated McNemar-type z test at that n: about 80 % of the experiments see the effect
+    n, rng = paired_sample_size(0.1, 0.3), np.random.default_rng(0)
+    d = rng.choice([1, -1, 0], p=[0.2, 0.1, 0.7], size=(4000, n))     # p10 = 0.2, p01 = 0.1
+    z = d.mean(1) / np.sqrt((d != 0).mean(1) / n)
+    assert abs((z > 1.959964).mean() - 0.8) < 0.03
+    for bad in ({"diff": 0.0, "discordant": 0.3}, {"diff": 0.4, "discordant": 0.3}, {"diff": 0.1, "discordant": 1.5},
+                {"diff": 0.1, "discordant": 0.3, "power": 1.0}):
+        with pytest.raises(ValueError):
+            paired_sample_size(**bad)
+
+
 # ------------------------------------------------------------------------------ paper numbers
 def test_paper_numbers_transcribed():
     assert rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]["rcts"] == 78.99

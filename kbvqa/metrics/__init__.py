@@ -91,8 +91,14 @@ __all__ = [
 
 # Shared by every paper's chapters (issue #16): the judge of ReAG supp. B, ranking AUC, noise bars.
 from kbvqa.metrics.answers import answer_correct, psi_num, query_gold  # noqa: E402
-from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval  # noqa: E402
+from kbvqa.metrics.intervals import (  # noqa: E402
+    check_agreement,
+    paired_bootstrap,
+    paired_sample_size,
+    same_answers,
+    wilson_interval,
+)
 from kbvqa.metrics.ranking import roc_auc, separation_auc  # noqa: E402
 
-__all__ += ["answer_correct", "check_agreement", "paired_bootstrap", "psi_num", "query_gold", "roc_auc",
-            "same_answers", "separation_auc", "wilson_interval"]
+__all__ += ["answer_correct", "check_agreement", "paired_bootstrap", "paired_sample_size", "psi_num",
+            "query_gold", "roc_auc", "same_answers", "separation_auc", "wilson_interval"]

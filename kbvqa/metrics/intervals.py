@@ -12,6 +12,9 @@ points on a few hundred questions may not differ at all. Three tools say how muc
   is 1.0 when the rerun repeats the committed run exactly.
 - ``paired_bootstrap(a, b)``: the accuracy difference of two methods on the *same* questions with a
   percentile bootstrap interval (resampling questions, seeded), e.g. RCTS minus Vanilla-RAG.
+- ``paired_sample_size(diff, discordant)``: how many questions such a comparison needs for its
+  interval to exclude 0 with a given power (McNemar's test, Connor 1987): the power calculation
+  behind each table's n.
 
 Leaves out: running anything (``kbvqa.rcts.runs``), diagnostics of *why* (``kbvqa.rcts.diagnostics``).
 """
@@ -115,3 +118,19 @@ def paired_bootstrap(a: Sequence[bool], b: Sequence[bool], n_boot: int = 2000, l
     means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
     tail = (1 - level) / 2
     return PairedDiff(float(d.mean()), float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)), len(d))
+
+
+def paired_sample_size(diff: float, discordant: float, level: float = 0.95, power: float = 0.8) -> int:
+    """Questions a paired comparison of two accuracies needs so that its ``level`` interval excludes 0
+    with probability ``power``, when the true difference is ``diff`` and a share ``discordant`` of the
+    questions is answered right by exactly one of the two methods (psi = p10 + p01, diff = p10 - p01).
+    Connor (1987), the sample size of McNemar's test:
+    n = (z_{1-a/2} sqrt(psi) + z_{power} sqrt(psi - diff^2))^2 / diff^2."""
+    diff = abs(float(diff))
+    if not 0 < diff <= discordant <= 1:
+        raise ValueError(f"need 0 < |diff| <= discordant <= 1, got diff={diff}, discordant={discordant}")
+    if not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1), got {power}")
+    z_a, z_b = _z(level), _z(2 * power - 1)
+    n = (z_a * math.sqrt(discordant) + z_b * math.sqrt(discordant - diff ** 2)) ** 2 / diff ** 2
+    return math.ceil(n)
