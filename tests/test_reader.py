@@ -313,7 +313,10 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     first_lr = next(c["lr"] for c in state["curves"] if c["round"] == 1)
     assert first_lr == pytest.approx(lr_at(0, 1, longer.naming_lr, longer.warmup_steps))   # warm-up, not the peak
     assert state["mixture_offset"] == 2 * config.mixture_batch         # the mixture goes on to fresh examples
-    assert not Trainer(longer, run, world=world, base=tiny_base).reopen("naming")   # once per stage and folder
+    assert not Trainer(longer, run, world=world, base=tiny_base).reopen("naming")   # the same command: nothing to add
+    third = Trainer(dataclasses.replace(config, naming_steps=4), run, world=world, base=tiny_base)
+    assert third.reopen("naming") and (third.state["step"], third.state["round"]) == (3, 2)   # one more round
+    assert third.restart_step() == 3
 
 
 @pytest.mark.slow

@@ -219,14 +219,17 @@ class Trainer:
         """Go back to ``stage`` of a run past it, to train it longer (a warm restart): it resumes at
         the step it ended on, so a larger ``<stage>_steps`` gives the extra steps, with a fresh warm-up
         and cosine over them (``_set_lr``); later stages then rerun from step 0 (the
-        mixture on fresh examples). Points logged after a reopen carry ``round`` 1, 2, ... Applied
-        once per stage and run folder; returns whether it reopened."""
+        mixture on fresh examples). Points logged after a reopen carry ``round`` 1, 2, ... A stage
+        reopens only when ``<stage>_steps`` goes past the steps it already has, so rerunning the same
+        command after its round finished trains nothing more, and each larger value is one more
+        round; returns whether it reopened."""
         if stage not in ("naming", "mixture"):
             raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
         s = self.state
-        if STAGES.index(s["stage"]) <= STAGES.index(stage) or any(r["to"] == stage for r in s.get("reopened", [])):
-            return False
         done = [p["step"] for p in s["curves"] if p["stage"] == stage]
+        wanted = getattr(self.config, f"{stage}_steps")
+        if STAGES.index(s["stage"]) <= STAGES.index(stage) or (max(done) + 1 if done else 0) >= wanted:
+            return False
         mixture_done = sum(1 for p in s["curves"] if p["stage"] == "mixture")
         s.setdefault("reopened", []).append({"to": stage, "from_stage": s["stage"], "from_step": s["step"],
                                              "at_step": max(done) + 1 if done else 0})
