@@ -66,14 +66,16 @@ def verdict(effect: Effect) -> str:
     return "differs" if paper == "flat" else "opposite"
 
 
-def _load(path: Path) -> dict:
+def load_results(path: Path) -> dict:
+    """A part's committed ``results.json``; a clear ``ValueError`` when the part has not committed one."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path} is missing: the part's experiment has not committed its results yet")
     return json.loads(path.read_text())
 
 
-def _pct(x: float) -> float:
+def as_percent(x: float) -> float:
+    """A fraction as a percentage rounded to 2 decimals, the unit of every effect row."""
     return round(100 * float(x), 2)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 from kbvqa.experiments.runs import git_commit
-from kbvqa.paper_vs_ours.effect import COUNTED, N_BOOT, PARTS, Effect, _load, verdict
+from kbvqa.paper_vs_ours.effect import COUNTED, N_BOOT, PARTS, Effect, load_results, verdict
 from kbvqa.paper_vs_ours.parts import all_effects
 
 EFFECTS_FILE = DATA_DIR / "experiments" / "effects.json"
@@ -55,7 +55,7 @@ def write_effects(path: Path = EFFECTS_FILE, effects=None) -> dict:
 
 def load_effects(path: Path = EFFECTS_FILE) -> dict:
     """The committed ``effects.json`` (``write_effects``)."""
-    return _load(path)
+    return load_results(path)
 
 
 def stale_effect_rows(committed: dict, effects=None) -> list[str]:

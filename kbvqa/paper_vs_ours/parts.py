@@ -15,7 +15,7 @@ from pathlib import Path
 from kbvqa.config import DATA_DIR
 from kbvqa.molt import paper as molt_paper
 from kbvqa.molt.results import load_records as load_molt_records
-from kbvqa.paper_vs_ours.effect import PARTS, Effect, _load, _pct, evidence_of, paired_effect
+from kbvqa.paper_vs_ours.effect import PARTS, Effect, as_percent, evidence_of, load_results, paired_effect
 from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
 from kbvqa.reag.results import RUNG_BY_NAME
@@ -31,7 +31,7 @@ _RCTS_WHY = ("the tiny model answers every multiple-choice question with the sam
 def rcts_effects(out: Path | None = None) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
     out = Path(out or DATA_DIR / "experiments" / "rcts")
-    results = _load(out / "results.json")
+    results = load_results(out / "results.json")
     runs = read_runs(out)
     tab2 = rcts_paper.PAPER_TAB2["ScienceQA"]["Qwen2-VL-2B"]
     specs = [("Vanilla-RAG vs zero-shot", "Tab. 2 ScienceQA 2B", "zero_shot", "vanilla_rag",
@@ -75,14 +75,15 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
     (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic."""
 
     out = Path(out or DATA_DIR / "experiments" / "reag")
-    results = _load(out / "results.json")
+    results = load_results(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     effects = []
     for prev, row in zip(rows, rows[1:]):
         vs = row["vs_previous"]        # the ladder's own paired bootstrap (``kbvqa.reag.results.summarise``)
         effects.append(Effect("ReAG", f"{RUNG_BY_NAME[row['rung']].label} vs {RUNG_BY_NAME[prev['rung']].label}",
                               "Tab. 4 InfoSeek 3B", "accuracy %", (prev["paper_infoseek"], row["paper_infoseek"]),
-                              (_pct(prev["accuracy"]), _pct(row["accuracy"])), (_pct(vs["low"]), _pct(vs["high"])),
+                              (as_percent(prev["accuracy"]), as_percent(row["accuracy"])),
+                              (as_percent(vs["low"]), as_percent(vs["high"])),
                               row["n"], _REAG_WHY.get(row["rung"], ""), evidence))
     by = {r["rung"]: r for r in rows}
     if "coarse" in by and "coarse_critic" in by:
@@ -112,7 +113,7 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
     standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
     tab3, tab6 = serts_paper.PAPER_TAB3, serts_paper.PAPER_TAB6
     out = Path(out or DATA_DIR / "experiments" / "serts")
-    results = _load(out / "results.json")
+    results = load_results(out / "results.json")
     name = next((n for n in SERTS_SETUPS if n in results["setups"]), None)
     if name is None:
         raise ValueError(f"SeRTS results have none of the setups {SERTS_SETUPS}")
@@ -141,8 +142,8 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
             effects.append(Effect("SeRTS", label, source, metric, paper, (before, after), interval, n, why, evidence))
             continue
         (mb, sb), (mt, st) = rows[base][key], rows[treat][key]
-        d, noise = _pct(mt - mb), _pct(sb + st)
-        effects.append(Effect("SeRTS", label, source, metric, paper, (_pct(mb), _pct(mt)),
+        d, noise = as_percent(mt - mb), as_percent(sb + st)
+        effects.append(Effect("SeRTS", label, source, metric, paper, (as_percent(mb), as_percent(mt)),
                               (round(d - noise, 2), round(d + noise, 2)) if noise > 0 else None,
                               rows[treat]["n"] * len(rows[treat].get("seeds", [0])), why, evidence,
                               "seed spread of both means, added (no per-query records)"))
@@ -167,7 +168,7 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
     """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
     tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
     out = Path(out or DATA_DIR / "experiments" / "molt")
-    results = _load(out / "results.json")
+    results = load_results(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     records = load_molt_records(out) if (out / "runs.jsonl").exists() else {}
     why = ("a 1.45M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
@@ -204,9 +205,9 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
         b, t = rows[base], rows[treat]
         d = t["accuracy"] - b["accuracy"]
         se = math.sqrt(sum(r["accuracy"] * (1 - r["accuracy"]) / max(r["n"], 1) for r in (b, t)))
-        interval = (_pct(d - 1.96 * se), _pct(d + 1.96 * se)) if se > 0 else (_pct(d), _pct(d))
+        interval = (as_percent(d - 1.96 * se), as_percent(d + 1.96 * se)) if se > 0 else (as_percent(d), as_percent(d))
         effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper,
-                              (_pct(b["accuracy"]), _pct(t["accuracy"])), interval, t["n"],
+                              (as_percent(b["accuracy"]), as_percent(t["accuracy"])), interval, t["n"],
                               _SCRIPTED_WHY if scripted else why, kind,
                               "normal, difference of two proportions (no per-query records)"))
     return effects
