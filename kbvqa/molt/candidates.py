@@ -254,7 +254,12 @@ def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT):
 
 
 def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
-    """``CandidatePipeline`` over the toy knowledge base; ``n`` defaults to ``k`` (a full fused list)."""
+    """``CandidatePipeline`` over the toy knowledge base; ``n`` defaults to ``k`` (a full fused list).
+
+    ``encoders`` default to the shipped toy encoders in *both* profiles, by design: they are trained
+    on the toy world (a hub CLIP has never seen its invented creatures) and they made the committed
+    candidate table, whose ranks chapter 25's live subset must repeat exactly. They resize every
+    image to their own size, so the profile's document-image size does not change their input."""
 
     return CandidatePipeline(world.documents, encoders or get_encoders("cpu"), CandidateConfig(k=k, n=n or k),
                              doc_image=doc_image_of(world))
