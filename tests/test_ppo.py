@@ -132,3 +132,43 @@ def test_ppo_step_needs_trajectories():
     vlm, opt = _policy()
     with pytest.raises(ValueError):
         ppo_step(vlm, opt, [])
+
+
+def test_named_adapters_share_one_base_and_match_deep_copies():
+    """SeRTS's proposer and evaluator as two named LoRA adapters on one base (``adapter=``): each
+    trains exactly as a LoRA deep copy would, neither moves the other, and the base with every
+    adapter off is the original model."""
+    import copy
+
+    from kbvqa.models.adapters import AdapterView, adapter_names
+
+    cfg = PPOConfig(learning_rate=3e-3, batch_size=2, mini_batch_size=2, ppo_epochs=2, seed=0)
+    torch.set_num_threads(1)
+    vlm = build_tiny_vlm("qwen2_vl", texts=TEXTS, seed=0, **SIZES)
+    original = copy.deepcopy(vlm)
+    copied, copied_opt = prepare_ppo_policy(copy.deepcopy(vlm), cfg)          # the old way: a copy each
+    proposer, opt = prepare_ppo_policy(vlm, cfg, adapter="proposer")
+    assert isinstance(proposer, AdapterView) and adapter_names(vlm) == ["proposer"]
+    batch = [Trajectory(PROMPT, GOOD, 5.0), Trajectory(PROMPT, BAD, 2.5)]
+    by_copy = [x for _ in range(2) for x in ppo_step(copied, copied_opt, batch, cfg).losses]
+    by_adapter = [x for _ in range(2) for x in ppo_step(proposer, opt, batch, cfg).losses]
+    assert by_adapter == pytest.approx(by_copy, abs=1e-6)
+    trained = _logp(proposer, GOOD)
+    assert trained == pytest.approx(_logp(copied, GOOD), abs=1e-5)
+    base = vlm.without_adapters()
+    assert _logp(base, GOOD) == pytest.approx(_logp(original, GOOD), abs=1e-5) != pytest.approx(trained, abs=1e-3)
+
+    evaluator, ev_opt = prepare_ppo_policy(vlm, cfg, adapter="evaluator")
+    assert adapter_names(vlm) == ["evaluator", "proposer"]
+    assert {n for n, p in evaluator.model.named_parameters() if p.requires_grad} == \
+        {n for n, p in vlm.model.named_parameters() if "lora_" in n and ".evaluator." in n}
+    fresh = _logp(evaluator, BAD)
+    assert fresh == pytest.approx(_logp(original, BAD), abs=1e-5)       # a new adapter starts as the base
+    ppo_step(evaluator, ev_opt, [Trajectory(PROMPT, BAD, 5.0)], cfg)
+    assert _logp(evaluator, BAD) > fresh
+    assert _logp(proposer, GOOD) == pytest.approx(trained, abs=1e-6)    # the evaluator's step left it alone
+    assert _logp(base, GOOD) == pytest.approx(_logp(original, GOOD), abs=1e-5)
+    with pytest.raises(ValueError, match="already has an adapter"):
+        prepare_ppo_policy(vlm, cfg, adapter="proposer")
+    with pytest.raises(ValueError, match="no adapter called"):
+        vlm.adapter("critic")

@@ -1,7 +1,8 @@
 """One VLM interface for every chapter (``VLM``), over transformers' image-text-to-text models.
 
 - ``VLM`` (``vlm.py``): ``from_pretrained`` / ``from_model``, ``generate``, ``p_yes``,
-  ``completion_logprobs``, ``add_lora``, ``save_pretrained``.
+  ``completion_logprobs``, ``add_lora``, ``save_pretrained``; named LoRA adapters on one base, one
+  per trained role (``adapters.py``): ``vlm.adapter(name)``, ``vlm.without_adapters()``.
 - prompts (``chat.py``): chats of text and image parts; ``make_chat(text, image)``, ``chat_images(chat)``.
 - tiny models (``families.py``): ``tiny_config``, ``build_tokenizer``, ``build_tiny_vlm`` for the
   Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Idefics3 (SmolVLM) families.

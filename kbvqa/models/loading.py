@@ -209,13 +209,12 @@ def lora_pattern(target_modules: Sequence[str], vision: bool = False) -> str:
     return rf"^(?!(.*\.)?({skip})(\.|$)).*\.({names})$"
 
 
-def wrap_lora(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
-              target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False):
-    """``peft.get_peft_model`` with a LoRA config; all other weights are frozen."""
-    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+def lora_config(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
+                target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False):
+    """The checked ``peft.LoraConfig`` for ``model``: a clear ``ValueError`` for a bad rank, alpha or
+    dropout, or target modules that match nothing (outside the vision tower unless ``vision``)."""
+    from peft import LoraConfig
 
-    if hasattr(model, "peft_config"):
-        raise ValueError("the model already has LoRA adapters")
     if not isinstance(r, int) or r < 1:
         raise ValueError(f"r must be a positive int, got {r!r}")
     if not alpha > 0 or not 0 <= dropout < 1:
@@ -224,9 +223,21 @@ def wrap_lora(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
     if not any(re.fullmatch(pattern, name) for name, _ in model.named_modules()):
         raise ValueError(f"no module matches target_modules={list(target_modules)} "
                          f"({'with' if vision else 'outside'} the vision tower)")
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
+
+
+def wrap_lora(model, r: int = 16, alpha: int = 32, dropout: float = 0.05,
+              target_modules: Sequence[str] = ("q_proj", "v_proj"), vision: bool = False,
+              adapter_name: str = "default"):
+    """``peft.get_peft_model`` with a LoRA config (``lora_config``); all other weights are frozen.
+    More adapters on the same base: ``kbvqa.models.adapters.add_named_adapter``."""
+    from peft import get_peft_model, prepare_model_for_kbit_training
+
+    if hasattr(model, "peft_config"):
+        raise ValueError("the model already has LoRA adapters")
+    config = lora_config(model, r=r, alpha=alpha, dropout=dropout, target_modules=target_modules, vision=vision)
     if getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
-    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
     with warnings.catch_warnings():  # peft probes transformers' deprecated `is_gradient_checkpointing`
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        return get_peft_model(model, config)
+        return get_peft_model(model, config, adapter_name=adapter_name)

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from kbvqa.models import generation, loading, scoring
+from kbvqa.models import adapters, generation, loading, scoring
 from kbvqa.models.chat import chat_images, normalise_prompts
 from kbvqa.models.processors import family_of
 
@@ -70,6 +70,15 @@ class VLM:
         self.model = loading.wrap_lora(self.model, r=r, alpha=alpha, dropout=dropout,
                                        target_modules=target_modules, vision=vision)
         return self
+
+    def adapter(self, name: str | None):
+        """This model with the LoRA adapter ``name`` on (``None``: every adapter off), as a view that
+        behaves as the VLM (``adapters.AdapterView``); adapters are added with ``add_named_adapter``."""
+        return adapters.AdapterView(self, name)
+
+    def without_adapters(self):
+        """The base model: this VLM with every adapter off (``adapter(None)``)."""
+        return adapters.AdapterView(self, None)
 
     def save_pretrained(self, directory) -> None:
         """Save model (adapters only for a LoRA model) and processor so ``from_pretrained`` reloads."""

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kbvqa.models.adapters import add_named_adapter
+
 __all__ = ["PPO_REWARD_BASELINE", "PPOConfig", "PPOStats", "Trajectory", "collect_trajectories",
            "ppo_advantages", "ppo_objective", "ppo_step", "prepare_ppo_policy"]
 
@@ -117,14 +119,25 @@ def ppo_objective(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages
     return (surrogate * m).sum() / m.sum().clamp(min=1.0), r
 
 
-def prepare_ppo_policy(vlm, cfg: PPOConfig = PPOConfig(), r: int = 16, alpha: int = 32, dropout: float = 0.05):
+def prepare_ppo_policy(vlm, cfg: PPOConfig = PPOConfig(), r: int = 16, alpha: int = 32, dropout: float = 0.05,
+                       adapter: str | None = None):
     """Add LoRA (App. C.4: r 16, alpha 32, dropout 0.05 on q/v projections) and return
-    ``(vlm, optimizer)`` (AdamW over the adapter weights only). The adapters' random initial
-    weights come from ``cfg.seed``."""
+    ``(policy, optimizer)`` (AdamW over the adapter weights only). The adapters' random initial
+    weights come from ``cfg.seed``.
+
+    ``adapter=None`` wraps ``vlm`` itself and returns it. A name adds a *named* adapter beside any
+    others on the same base and returns the view that trains it (``vlm.adapter(name)``): SeRTS's
+    proposer and evaluator then share one copy of the weights, and ``vlm.without_adapters()`` is
+    the original model (``kbvqa.models.adapters``)."""
     torch.manual_seed(cfg.seed)
-    vlm.add_lora(r=r, alpha=alpha, dropout=dropout, target_modules=("q_proj", "v_proj"))
-    params = [p for p in vlm.model.parameters() if p.requires_grad]
-    return vlm, torch.optim.AdamW(params, lr=cfg.learning_rate)
+    if adapter is None:
+        vlm.add_lora(r=r, alpha=alpha, dropout=dropout, target_modules=("q_proj", "v_proj"))
+        policy = vlm
+    else:
+        add_named_adapter(vlm, adapter, r=r, alpha=alpha, dropout=dropout, target_modules=("q_proj", "v_proj"))
+        policy = vlm.adapter(adapter)
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    return policy, torch.optim.AdamW(params, lr=cfg.learning_rate)
 
 
 def ppo_step(vlm, optimizer, trajectories: Sequence[Trajectory], cfg: PPOConfig = PPOConfig()) -> PPOStats:
