@@ -13,16 +13,19 @@ def test_readme_table_is_generated_from_the_records():
     assert chapter_times.readme_block() in readme, "run: python -m tools.chapter_times --readme"
 
 
-def test_table_rows_and_the_smoke_column(tmp_path):
+def test_table_rows_and_the_smoke_column(tmp_path, monkeypatch):
+    from kbvqa.models import gpu_budget
+
+    monkeypatch.setitem(gpu_budget.OVER_BUDGET, "18_serts_ppo", "a made-up defect, to show the mark")
     record = {"chapters": [{"name": "00_toy_world", "seconds": 12.4, "passed": True},
                            {"name": "21_reag_critic", "seconds": 40.0, "passed": False},
                            {"name": "18_serts_ppo", "seconds": 22.0, "passed": True}],
               "provenance": {"cpus": 2, "date": "2026-11-25T07:00:00+00:00", "commit": "abcdef0123"}}
     table = chapter_times.readme_table(record)
     assert "| 00 toy world | 12 | — | — | — | — |" in table
-    assert "| 21 reag critic | failed | Qwen2-VL-2B-Instruct, Qwen2.5-VL-3B-Instruct | 11.9 |" in table
-    assert "| 21 reag critic | failed | Qwen2-VL-2B-Instruct, Qwen2.5-VL-3B-Instruct | 11.9 | 13.3 |" in table
-    assert "| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | 17.3 (over 16 GB) |" in table and "not measured" in table
+    assert ("| 21 reag critic | failed | Qwen2-VL-2B-Instruct, Qwen2.5-VL-3B-Instruct, clip-vit-base-patch32 | 12.5 | "
+            "13.7 |") in table                       # the VLMs (bf16) and the retrieval model beside them
+    assert "| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | 6.2 (over 16 GB) |" in table and "not measured" in table
     smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2}]}
     assert "| 00 toy world | 12 | — | — | — | 30 |" in chapter_times.readme_table(record, smoke)
     readme = tmp_path / "README.md"

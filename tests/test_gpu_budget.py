@@ -1,8 +1,19 @@
 import pytest
 
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS
-from kbvqa.models.gpu_budget import CHAPTER_ROLES, PARAMS_B, budget_table, chapter_budget, fits, memory_gib
+from kbvqa.models.encoders import GPU_ENCODER
+from kbvqa.models.gpu_budget import (
+    CHAPTER_RETRIEVAL,
+    CHAPTER_ROLES,
+    PARAMS_B,
+    budget_table,
+    chapter_budget,
+    fits,
+    memory_gib,
+    retrieval_memory_gib,
+)
 from kbvqa.models.gpu_budget import OVER_BUDGET as OVER_BUDGET_LIST
+from kbvqa.retrieval.subject_grounding import GPU_GROUNDER
 
 
 def test_memory_follows_the_accounting():
@@ -47,6 +58,12 @@ def test_the_chapter_table_matches_the_notebooks():
         found = set(re.findall(r'load_vlm\(\\"(\w+)\\"\)', text)) | ({"generator"} if "load_vlm()" in text else set())
         assert found - {"reader"} <= roles, (name, found)
         assert copies or "deepcopy(" not in text, f"{name} deep-copies a model the table says it trains in place"
+    uses = {"get_encoders()": {GPU_ENCODER}, "critic_items(": {GPU_ENCODER}, "get_grounder(": {GPU_GROUNDER},
+            "retrieve_evidence(": {GPU_ENCODER, GPU_GROUNDER}}      # the retrieval models each call loads
+    for nb in root.glob("*.ipynb"):
+        text = nb.read_text()
+        needed = {c for call, checkpoints in uses.items() if call in text for c in checkpoints}
+        assert needed == set(CHAPTER_RETRIEVAL.get(nb.stem, ())), (nb.stem, needed)
     listed = {p.stem for p in root.glob("*.ipynb") if re.search(r"load_vlm\(", p.read_text())}
     assert listed <= set(CHAPTERS), listed - set(CHAPTERS)
 
@@ -75,10 +92,13 @@ def test_over_budget_list_is_still_true():
 
 def test_chapter_budget_lists_downloads_and_memory():
     b = chapter_budget("21_reag_critic")
-    assert b["checkpoints"] == ["Qwen/Qwen2-VL-2B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct"]
-    assert b["download_gb"] == round((2.21 + 3.75) * 2, 1) and not b["over_budget"]
+    assert b["checkpoints"] == ["Qwen/Qwen2-VL-2B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", GPU_ENCODER]
+    assert b["download_gb"] == round((2.21 + 3.75) * 2 + 0.61, 1) and not b["over_budget"]
+    retrieval_only = chapter_budget("20_reag_retrieval")        # no VLM: CLIP (bf16) and GroundingDINO (fp32)
+    assert retrieval_only["checkpoints"] == [GPU_ENCODER, GPU_GROUNDER] and retrieval_only["download_gb"] == 1.3
+    assert 0.9 < retrieval_only["peak_gib"] < 1.5
     phases = (memory_gib(3.75, "lora"), memory_gib(3.75) + memory_gib(2.21))   # train in place; then infer both
-    assert b["peak_gib"] == round(max(phases), 1) <= 0.9 * 16
+    assert b["peak_gib"] == round(max(phases) + retrieval_memory_gib(GPU_ENCODER), 1) <= 0.9 * 16
     ppo = chapter_budget("18_serts_ppo")        # two named adapters on one base: one 2B model in training mode
     assert ppo["peak_gib"] == round(memory_gib(2.21, "lora"), 1) <= 0.9 * 16 and not ppo["over_budget"]
 

@@ -64,7 +64,7 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
                 "on a T4 (not measured: no GPU was lent)")
     lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
              "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
-             "in bf16, datasets not counted).", "",
+             "in bf16, retrieval models as the hub stores them; datasets not counted).", "",
              f"| chapter | CPU, s | gpu-profile checkpoints | download, GB | peak GPU memory, GiB | {gpu_head} |",
              "|---|---|---|---|---|---|"]
     for c in record["chapters"]:

@@ -13,7 +13,8 @@ estimates it with the usual accounting, and says so wherever it is shown:
 
 ``CHAPTER_ROLES`` records what each chapter holds on the GPU (read off its cells; a test checks it
 against the notebooks), ``CHAPTER_PHASES`` the chapters that free one model before loading the next,
-``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, and ``chapter_budget()`` the per-chapter
+``OVER_BUDGET`` the chapters known not to fit a 16 GB T4, ``CHAPTER_RETRIEVAL`` the retrieval models
+(CLIP, GroundingDINO) a chapter loads beside its VLMs, and ``chapter_budget()`` the per-chapter
 download and memory estimates the README lists.
 
 Parameter counts are the hub model cards' (billions, rounded). Where the checkpoint's published
@@ -27,6 +28,8 @@ size (measure it with ``torch.cuda.max_memory_allocated`` on a GPU).
 from __future__ import annotations
 
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS
+from kbvqa.models.encoders import GPU_ENCODER
+from kbvqa.retrieval.subject_grounding import GPU_GROUNDER
 
 GIB = 1024 ** 3
 
@@ -140,6 +143,28 @@ CHAPTER_PHASES = {
 OVER_BUDGET: dict[str, str] = {}
 
 
+# The gpu profile's retrieval models (not VLMs), loaded beside a chapter's VLMs: hub id -> (parameters,
+# billions; download, GB, as the hub stores them in fp32; bytes per parameter once loaded). From their hub
+# pages: CLIP ViT-B/32 151M parameters, model.safetensors 605 MB, loaded in bf16 (``resolve_dtype``);
+# GroundingDINO-tiny 172M, 689 MB, loaded in fp32 (transformers' default).
+RETRIEVAL_MODELS = {GPU_ENCODER: (0.151, 0.61, 2), GPU_GROUNDER: (0.172, 0.69, 4)}
+# Which chapters load them in the gpu profile, read off their cells: ``get_encoders()`` (the toy world's
+# document index: ch 11, 20; ``critic_items`` builds one in ch 21; ``retrieve_evidence`` in ch 24) and
+# ``get_grounder`` (ch 20; ch 24's fine stage). Chapters 25-28 use the shipped toy encoders in both profiles.
+CHAPTER_RETRIEVAL = {
+    "11_rcts_hybrid_retrieval": (GPU_ENCODER,),
+    "20_reag_retrieval": (GPU_ENCODER, GPU_GROUNDER),
+    "21_reag_critic": (GPU_ENCODER,),
+    "24_reag_ablation": (GPU_ENCODER, GPU_GROUNDER),
+}
+
+
+def retrieval_memory_gib(checkpoint: str, overhead: float = 1.2) -> float:
+    """Estimated GiB of one retrieval model of ``RETRIEVAL_MODELS`` at inference."""
+    params_b, _, nbytes = RETRIEVAL_MODELS[checkpoint]
+    return params_b * 1e9 * nbytes * overhead / GIB
+
+
 def chapter_peak_gib(chapter: str) -> float:
     """A chapter's estimated peak GiB: its largest phase (``CHAPTER_PHASES``), else all of its roles
     at once (``CHAPTER_ROLES``), by ``chapter_memory_gib``."""
@@ -149,12 +174,15 @@ def chapter_peak_gib(chapter: str) -> float:
 
 
 def chapter_budget(chapter: str) -> dict:
-    """A chapter's gpu-profile estimate: the checkpoints it loads, their download (bf16 weights,
-    GB) and its peak memory (GiB, ``chapter_peak_gib``); a chapter that loads no VLM: zeros."""
+    """A chapter's gpu-profile estimate: the checkpoints it loads (VLMs, then retrieval models),
+    their download (GB: VLM weights in bf16, retrieval models as the hub stores them) and its peak
+    memory (GiB: ``chapter_peak_gib`` plus the retrieval models beside it); nothing loaded: zeros."""
     roles = CHAPTER_ROLES.get(chapter, (set(), (), ()))[0]
     loaded = {r: GPU_CHECKPOINTS[r] for r in sorted(roles)}
-    checkpoints = sorted(set(loaded.values()))
-    return {"checkpoints": checkpoints,
-            "download_gb": round(sum(PARAMS_B[c] * 2 for c in checkpoints), 1),
-            "peak_gib": round(chapter_peak_gib(chapter), 1) if loaded else 0.0,
+    vlms = sorted(set(loaded.values()))
+    retrieval = list(CHAPTER_RETRIEVAL.get(chapter, ()))
+    peak = (chapter_peak_gib(chapter) if loaded else 0.0) + sum(retrieval_memory_gib(c) for c in retrieval)
+    download = sum(PARAMS_B[c] * 2 for c in vlms) + sum(RETRIEVAL_MODELS[c][1] for c in retrieval)
+    return {"checkpoints": vlms + retrieval, "download_gb": round(download, 1),
+            "peak_gib": round(peak, 1),
             "over_budget": OVER_BUDGET.get(chapter, "")}
