@@ -91,6 +91,9 @@ def test_no_early_stop_counts_calls_and_batches_every_reward_sample():
     assert not res.early_stopped and res.stop_reason == "rollouts" and res.zero_shot_answer == "B"
     # 1 (3 simulations) + 1 (rewards of both references) + 2 rollouts x (simulation + rewards)
     assert res.calls == 6 and [p for p, _, _ in res.counter.log] == ["simulate", "rewards"] * 3
+    by = res.counter.seconds_by_purpose                       # where the time goes, per purpose
+    assert set(by) == {"simulate", "rewards"} and all(v >= 0 for v in by.values())
+    assert res.counter.seconds == pytest.approx(sum(by.values()))
     # completions: 3 + 2 x (5 self + 5 mutual) + 2 x (1 + 10)
     assert res.completions == 3 + 20 + 22
     assert [r.origin for r in res.rollouts] == ["greedy", "sampled", "rollout", "rollout"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -126,18 +127,26 @@ def _with_solution(ex: Query, solution: str) -> Query:
 @dataclass
 class CallCounter:
     """Model cost of a search: ``calls`` to ``vlm.generate``, ``prompts`` sent, ``completions``
-    returned (prompts x samples)."""
+    returned (prompts x samples), and the wall seconds of those calls per purpose (where the time
+    goes: simulation, rewards, the zero-shot answer)."""
 
     calls: int = 0
     prompts: int = 0
     completions: int = 0
     log: list[tuple[str, int, int]] = field(default_factory=list)   # (purpose, prompts, completions)
+    seconds_by_purpose: dict[str, float] = field(default_factory=dict)
 
-    def add(self, purpose: str, prompts: int, completions: int) -> None:
+    def add(self, purpose: str, prompts: int, completions: int, seconds: float = 0.0) -> None:
         self.calls += 1
         self.prompts += prompts
         self.completions += completions
         self.log.append((purpose, prompts, completions))
+        self.seconds_by_purpose[purpose] = self.seconds_by_purpose.get(purpose, 0.0) + seconds
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds spent inside ``vlm.generate``, all purposes."""
+        return sum(self.seconds_by_purpose.values())
 
 
 def generate_batched(vlm, requests: list[tuple[Any, int]], counter: CallCounter, purpose: str,
@@ -154,8 +163,9 @@ def generate_batched(vlm, requests: list[tuple[Any, int]], counter: CallCounter,
         raise ValueError(f"every request needs n >= 1, got {counts}")
     g = math.gcd(*counts)
     prompts = [p for p, n in requests for _ in range(n // g)]
+    start = time.perf_counter()
     out = vlm.generate(prompts, n=g, **kwargs)
-    counter.add(purpose, len(prompts), len(prompts) * g)
+    counter.add(purpose, len(prompts), len(prompts) * g, time.perf_counter() - start)
     texts, row = [], 0
     for n in counts:
         group = []
