@@ -471,3 +471,16 @@ def test_train_cli_weight_overrides():
     for bad in (["nope=1"], ["creature_name"], ["creature_name=-1"], [f"{t}=0" for t in READER_WEIGHTS]):
         with pytest.raises(ValueError):
             weight_overrides(bad)
+
+
+def test_reader_rounds_record_the_shipped_card():
+    """data/reader/rounds.json (chapter 01's table of training rounds) names exactly one shipped
+    round, and it is the shipped reader: same fingerprint and same card rows."""
+    from kbvqa.reader.ship import READER_DIR
+
+    rounds = json.loads((READER_DIR / "rounds.json").read_text())
+    card = json.loads((READER_DIR / "card.json").read_text())
+    shipped = [r for r in rounds["rounds"] if r["shipped"]]
+    assert len(shipped) == 1 and shipped[0]["fingerprint"] == card["fingerprint"]
+    assert all(shipped[0][k] == card["evaluation"].get(k) for k in rounds["rows"])
+    assert [r["round"] for r in rounds["rounds"]] == sorted({r["round"] for r in rounds["rounds"]})

@@ -1,0 +1,58 @@
+"""Write ``data/reader/rounds.json``: the card rows of every training round of the reader, shipped or not.
+
+Chapter 01 shows the table, so that a reader sees what each round tried and what it reached (issue
+#15 asks for "what was tried and what it reached" where a row falls short). A shipped round's card
+comes from the commit that shipped it; a round that was not shipped comes from its export folder in
+the reader cache. Run by hand after a round's card: ``python -m tools.reader_rounds``; edit
+``ROUNDS`` first. A test checks that the shipped entry is ``data/reader/card.json``.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "data" / "reader" / "rounds.json"
+ROWS = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc", "naming_name_acc",
+        "naming_family_acc", "critic_roc_auc", "pairwise_acc")
+CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
+# (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
+ROUNDS = [
+    (0, "vision 3000, naming 400, mixture 500 steps (creature_name weight 0.09)", "a9673f2", False),
+    (1, "naming reopened 400 -> 1200 steps, then the mixture again on fresh examples", "6a8b3ff", False),
+    (2, "mixture reopened 500 -> 950 steps, re-warmed, creature_name weight 0.2", "781d7e8", True),
+    (3, "mixture reopened 950 -> 1450 steps, re-warmed, creature_name weight 0.3", str(CACHE / "round3_export"),
+     False),
+]
+
+
+def load_card(source: str) -> dict:
+    if Path(source).is_dir():
+        return json.loads((Path(source) / "card.json").read_text())
+    return json.loads(subprocess.check_output(["git", "show", f"{source}:data/reader/card.json"], cwd=ROOT))
+
+
+def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
+    card = load_card(source)
+    ev = card["evaluation"]
+    return {"round": number, "what": what, "shipped": shipped, "fingerprint": card["fingerprint"],
+            "card_date": card["date"],
+            "card_source": ("reader cache (not shipped)" if Path(source).is_dir()
+                            else f"data/reader/card.json at {source}"),
+            "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
+            **{k: ev.get(k) for k in ROWS}}      # None: not measured by that card
+
+
+def main() -> None:
+    commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
+    rounds = [round_entry(*r) for r in ROUNDS]
+    OUT.write_text(json.dumps({"provenance": {"commit": commit, "date": datetime.now(UTC).isoformat(
+        timespec="seconds"), "command": "python -m tools.reader_rounds"}, "rows": list(ROWS), "rounds": rounds},
+        indent=1) + "\n")
+    print(f"{OUT}: {len(rounds)} rounds")
+
+
+if __name__ == "__main__":
+    main()
