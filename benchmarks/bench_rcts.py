@@ -96,7 +96,7 @@ def rows(argv=None) -> list[dict]:
     out = [row("Vanilla-RAG (K = 3): calls per query", base_calls, "", note=f"{base_s:.2f} s per query",
                kind="count"),
            row("Vanilla-RAG (K = 3), all queries in one call: time / one call per query",
-               pooled_s / len(queries) / base_s, "x", note=f"{len(queries)} queries pooled", kind="time")]
+               pooled_s / len(queries) / base_s, "x", note=f"{len(queries)} queries pooled")]
     no_stop = [n for n in table if "no early stop," in n and "leaves/step" in n]
     best = min(no_stop, key=lambda n: table[n][2] / table[n][3])
     for name, (calls, completions, secs, n, stop_rate, _) in list(table.items())[1:]:
@@ -105,8 +105,7 @@ def rows(argv=None) -> list[dict]:
         best_note = ", the best batching of the three (the goal's row)" if name == best else ""
         out.append(row(f"{name}: time / Vanilla-RAG", secs / n / base_s, "x", goal,
                        f"{n} queries, {calls / n:.1f} calls and {completions / n:.1f} completions per query "
-                       f"({calls / n / base_calls:.1f}x the calls){stop}{best_note}",
-                       kind="ratio" if goal else "time"))
+                       f"({calls / n / base_calls:.1f}x the calls){stop}{best_note}"))
     calls, completions, secs, n, _, spent = table[best]
     in_generate = sum(spent.seconds_by_purpose.values())
     for purpose, purpose_s in sorted(spent.seconds_by_purpose.items(), key=lambda kv: -kv[1]):
@@ -117,7 +116,7 @@ def rows(argv=None) -> list[dict]:
     per_completion = (secs / completions) / (base_s * base_n / base_completions)
     out.append(row("seconds per completion: RCTS / Vanilla-RAG", per_completion, "x",
                    note=f"{completions / n:.0f} completions per query against {base_completions / base_n:.0f}: "
-                   "the time ratio is about this times the completion ratio", kind="time"))
+                   "the time ratio is about this times the completion ratio"))
     return out
 
 
