@@ -217,24 +217,21 @@ class Trainer:
 
     def reopen(self, stage: str) -> bool:
         """Go back to ``stage`` of a run past it, to train it longer (a warm restart): it resumes at
-        the step it ended on, so a larger ``<stage>_steps`` gives the extra steps, with a fresh warm-up
-        and cosine over them (``_set_lr``); later stages then rerun from step 0 (the
-        mixture on fresh examples). Points logged after a reopen carry ``round`` 1, 2, ... A stage
-        reopens only when ``<stage>_steps`` goes past the steps it already has, so rerunning the same
-        command after its round finished trains nothing more, and each larger value is one more
-        round; returns whether it reopened."""
+        the step it ended on, with a fresh warm-up and cosine over the extra steps (``_set_lr``);
+        later stages then rerun from step 0 (the mixture on fresh examples). Points logged after a
+        reopen carry ``round`` 1, 2, ... It reopens only when ``<stage>_steps`` goes past the steps
+        the stage has, so rerunning a finished round's command trains nothing; returns whether it did."""
         if stage not in ("naming", "mixture"):
             raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
         s = self.state
-        done = [p["step"] for p in s["curves"] if p["stage"] == stage]
-        wanted = getattr(self.config, f"{stage}_steps")
-        if STAGES.index(s["stage"]) <= STAGES.index(stage) or (max(done) + 1 if done else 0) >= wanted:
+        resume_at = 1 + max((p["step"] for p in s["curves"] if p["stage"] == stage), default=-1)
+        if STAGES.index(s["stage"]) <= STAGES.index(stage) or resume_at >= getattr(self.config, f"{stage}_steps"):
             return False
         mixture_done = sum(1 for p in s["curves"] if p["stage"] == "mixture")
         s.setdefault("reopened", []).append({"to": stage, "from_stage": s["stage"], "from_step": s["step"],
-                                             "at_step": max(done) + 1 if done else 0})
+                                             "at_step": resume_at})
         s["mixture_offset"] = s.get("mixture_offset", 0) + mixture_done * self.config.mixture_batch
-        s.update(stage=stage, step=max(done) + 1 if done else 0, round=s.get("round", 0) + 1)
+        s.update(stage=stage, step=resume_at, round=s.get("round", 0) + 1)
         self._setup_stage()
         self.save()
         return True
