@@ -484,3 +484,19 @@ def test_reader_rounds_record_the_shipped_card():
     assert len(shipped) == 1 and shipped[0]["fingerprint"] == card["fingerprint"]
     assert all(shipped[0][k] == card["evaluation"].get(k) for k in rounds["rows"])
     assert [r["round"] for r in rounds["rounds"]] == sorted({r["round"] for r in rounds["rounds"]})
+
+
+def test_card_token_caps_cover_the_longest_test_target(smollm2_dir, world):
+    """A cap shorter than the rationale scores a right answer as wrong (rounds 0-3 were carded with
+    64 tokens, which cut the four-name answers before </answer>)."""
+    from transformers import AutoTokenizer
+
+    from kbvqa.reader.card import KBVQA_TOKENS, card_sets_kbvqa
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir, local_files_only=True)
+    for style, cap in KBVQA_TOKENS.items():
+        for task, examples in card_sets_kbvqa(world, len(world.kbvqa_test), 112, style).items():
+            if style == "evqa" and task == "kbvqa_no_passage":
+                continue                    # ReAG's no-passage prompt in both styles (the reag cap)
+            longest = max(len(tokenizer(e.completion)["input_ids"]) for e in examples)
+            assert longest + 8 <= cap, (style, task, longest, cap)

@@ -92,9 +92,12 @@ CARD_TARGETS = {  # key -> (comparison, target); the three kbvqa_* rows are the 
 BLOCKING = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc")
 KBVQA_ROWS = ("kbvqa_gold_passage", "kbvqa_no_passage", "kbvqa_10_passages")
 # The card's KB-VQA prompt: ReAG's generator prompt, which thinks in <think> (naming the creature
-# first, as the training rationales do) and answers in <answer>; 64 new tokens hold both. The
-# direct-answer prompt (E-VQA's style, 16 tokens) is measured beside it as the *_direct rows.
-KBVQA_STYLE, KBVQA_TOKENS = "reag", {"reag": 64, "evqa": 16}
+# first, as the training rationales do) and answers in <answer>. The direct-answer prompt (E-VQA's
+# style) is measured beside it as the *_direct rows. The caps cover the longest test target with a
+# margin (rationale 93 tokens, a four-name "relations" answer; direct answer 15; a test holds this):
+# rounds 0-3 were carded with 64, which cut 31 of 200 gold-passage rationales before </answer>.
+# Generation stops at EOS, so a larger cap costs only the long answers.
+KBVQA_STYLE, KBVQA_TOKENS = "reag", {"reag": 128, "evqa": 24}
 DIRECT_ROWS = ("kbvqa_gold_passage_direct_acc", "kbvqa_10_passages_direct_acc")
 # "Which creature is this?" on test views, part by part (``diagnose.score_naming``): reported rows
 NAMING_ROWS = ("naming_name_acc", "naming_family_acc", "naming_colour_acc", "naming_pattern_acc")
