@@ -500,3 +500,47 @@ def test_card_token_caps_cover_the_longest_test_target(smollm2_dir, world):
                 continue                    # ReAG's no-passage prompt in both styles (the reag cap)
             longest = max(len(tokenizer(e.completion)["input_ids"]) for e in examples)
             assert longest + 8 <= cap, (style, task, longest, cap)
+
+
+def test_describe_first_rationales_rewrite_and_parse_back(world):
+    """Description first: every training rationale and naming sentence is rewritten so that the
+    look comes before the name, and the card's parsers read both orders back the same."""
+    import random
+
+    from kbvqa.reader.diagnose import NamingParse, named_creature, parse_naming_sentence
+    from kbvqa.reader.tasks import creature_name, in_rationale_order, iter_reader_examples, mix_config, naming_sentence
+    from kbvqa.reader.train import ReaderTrainConfig
+
+    plain = next(e for e in world.entities if e.pattern == "plain")
+    striped = next(e for e in world.entities if e.pattern != "plain")
+    assert naming_sentence(plain, "describe_first") == \
+        f"The image shows a plain {plain.colour} {plain.family}: the {plain.name}."
+    for e in (plain, striped):
+        truth = NamingParse(e.name, e.family, e.colour, e.pattern)
+        assert parse_naming_sentence(naming_sentence(e, "describe_first")) == truth
+        assert parse_naming_sentence(naming_sentence(e)) == truth
+        assert named_creature(naming_sentence(e, "describe_first") + " Its size passage says") == e.name
+    cfg = mix_config(56, 0)
+    for q in world.kbvqa_train[:50]:
+        e = world.entity(q.meta["entity_id"])
+        moved = _NAME_FIRST_REWRITE(q.meta["rationale"])
+        assert moved.startswith("The image shows a") and f": the {e.name}. Its " in moved
+        assert named_creature(moved) == e.name
+    named = in_rationale_order(creature_name(world, random.Random(3), cfg), "describe_first", world)
+    assert parse_naming_sentence(named.completion).name == named.meta["entity_id"]
+    stream = iter_reader_examples(world, cfg, {"kbvqa_with_passages": 1.0}, rationale_order="describe_first")
+    thinks = [x.completion for x in (next(stream) for _ in range(40)) if x.completion.startswith("<think>The image")]
+    assert thinks and all(": the " in t.split(".")[0] for t in thinks)
+    same = iter_reader_examples(world, cfg, {"kbvqa_with_passages": 1.0})
+    assert next(same).completion == next(iter_reader_examples(world, cfg, {"kbvqa_with_passages": 1.0})).completion
+    with pytest.raises(ValueError, match="rationale"):
+        ReaderTrainConfig(rationale_order="name_last")
+    with pytest.raises(ValueError, match="rationale order"):
+        naming_sentence(plain, "sideways")
+
+
+def _NAME_FIRST_REWRITE(text):
+    from kbvqa.prompts.formats import Example
+    from kbvqa.reader.tasks import in_rationale_order
+
+    return in_rationale_order(Example([], text, "kbvqa_with_passages"), "describe_first", None).completion

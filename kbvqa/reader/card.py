@@ -44,7 +44,7 @@ from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think
 from kbvqa.prompts.formats import view_ref
 from kbvqa.reader.diagnose import card_views, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
-from kbvqa.reader.tasks import mix_config, naming_example, to_pixels
+from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, to_pixels
 from kbvqa.retrieval.subject import box_iou
 
 
@@ -76,8 +76,10 @@ def quick_checks(trainer, n: int = 32) -> dict:
     out = {"naming_acc": naming_acc(trainer.vlm, trainer.world, n, size)}
     if stage == "mixture":
         cfg = mix_config(size, trainer.config.seed)
+        order = trainer.config.rationale_order
         for task in ("kbvqa_gold_passage", "kbvqa_10_passages"):
             examples = eval_examples(trainer.world, task, n=n, config=cfg)
+            examples = [in_rationale_order(e, order, trainer.world) for e in examples]
             out["tf_" + task.removeprefix("kbvqa_")] = teacher_forced_accuracy(trainer.vlm, examples, batch_size=8)
     return out
 

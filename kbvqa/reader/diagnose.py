@@ -23,12 +23,18 @@ from kbvqa.reader.tasks import naming_example
 _NAMED = re.compile(r"image shows (?:the |a |an )?([a-z]+)", re.IGNORECASE)
 _SENTENCE = re.compile(r"image shows (?:the |a |an )?([a-z]+),? (?:an? )?([a-z]+) with ([a-z]+) ([a-z]+)",
                        re.IGNORECASE)
+# description first (tasks.RATIONALE_ORDERS): "a driftfin with pink zigzags: the desnusk" or
+# "a plain pink driftfin: the maikkresh"
+_DESCRIBED = re.compile(r"image shows an? (?:plain ([a-z]+) ([a-z]+)|([a-z]+) with ([a-z]+) ([a-z]+)): the ([a-z]+)",
+                        re.IGNORECASE)
+_DESCRIBED_NAME = re.compile(r"image shows an? [^.:]*: the ([a-z]+)", re.IGNORECASE)
 PARTS = ("name", "family", "colour", "pattern")
 
 
 def named_creature(output: str) -> str | None:
-    """The creature a ReAG-style rationale names ("The image shows the desnusk, ..."), or ``None``."""
-    m = _NAMED.search(output or "")
+    """The creature a ReAG-style rationale names ("The image shows the desnusk, ..." or, description
+    first, "The image shows a driftfin with pink zigzags: the desnusk. ..."), or ``None``."""
+    m = _DESCRIBED_NAME.search(output or "") or _NAMED.search(output or "")
     return m.group(1).lower() if m else None
 
 
@@ -70,9 +76,16 @@ class NamingParse(NamedTuple):
 
 
 def parse_naming_sentence(text) -> NamingParse:
-    """"The image shows the desnusk, a driftfin with pink zigzags." -> its four parts, lower case;
+    """"The image shows the desnusk, a driftfin with pink zigzags." (or description first, "The image
+    shows a driftfin with pink zigzags: the desnusk.") -> its four parts, lower case;
     a part that is not there is ``None`` (a sentence with the name alone gives the name alone)."""
     text = text if isinstance(text, str) else ""
+    m = _DESCRIBED.search(text)
+    if m:
+        plain_colour, plain_family, family, colour, pattern, name = (g.lower() if g else g for g in m.groups())
+        if plain_family:
+            return NamingParse(name, plain_family, plain_colour, "plain")
+        return NamingParse(name, family, colour, pattern)
     m = _SENTENCE.search(text)
     if m:
         return NamingParse(*(g.lower() for g in m.groups()))

@@ -10,7 +10,8 @@ Three sources, all from the toy world's knowledge base and TRAINING splits (neve
   creature's page picture and fresh renders of it, never a question about an unseen creature.
 - ``creature_name``: "Which creature is this?" -> "The image shows the <name>, a <family> with
   <colour> <pattern>." (the first sentence of ReAG-style rationales): it binds image tokens to names,
-  for every knowledge-base creature (training views, page pictures, fresh renders).
+  for every knowledge-base creature (training views, page pictures, fresh renders);
+  ``in_rationale_order`` puts that sentence (here and in every rationale) description first.
 - ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
   teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
 - every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
@@ -20,12 +21,15 @@ Leaves out: the optimiser loops (``train.py``), evaluation (``card.py``).
 """
 from __future__ import annotations
 
+import dataclasses
 import random
+import re
 from collections.abc import Iterator
 
 import numpy as np
 
 from kbvqa.data.toy_images import layout_view, render_view
+from kbvqa.data.toy_shapes import with_look
 from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
 from kbvqa.prompts.formats import Example, view_ref
 
@@ -41,8 +45,35 @@ READER_WEIGHTS = {
 }
 
 
-def naming_sentence(entity) -> str:
+# Where the rationale names the creature. "name_first" (rounds 0-3): "The image shows the desnusk,
+# a driftfin with pink zigzags." -- the name is guessed from the picture before anything is said
+# about it. "describe_first": "The image shows a driftfin with pink zigzags: the desnusk." -- the
+# family (which the question often gives), the colour and the pattern are written first, each read
+# from the picture, and the name is then recalled from what was written (perception before recall).
+RATIONALE_ORDERS = ("name_first", "describe_first")
+_NAME_FIRST = re.compile(r"The image shows the ([a-z]+), (an? [^.]+?)\.")
+
+
+def naming_sentence(entity, order: str = "name_first") -> str:
+    if order == "describe_first":
+        return f"The image shows {with_look(entity.family, entity.colour, entity.pattern)}: the {entity.name}."
+    if order != "name_first":
+        raise ValueError(f"rationale order must be one of {RATIONALE_ORDERS}, got {order!r}")
     return f"The image shows the {entity.name}, a {entity.family} with {entity.colour} {entity.pattern}."
+
+
+def in_rationale_order(example: Example, order: str, world) -> Example:
+    """``example`` with its naming sentence in ``order`` (name_first: unchanged). A naming example is
+    rebuilt from its creature; in any other completion the rationale's first sentence is rewritten."""
+    if order == "name_first":
+        return example
+    if order not in RATIONALE_ORDERS:
+        raise ValueError(f"rationale order must be one of {RATIONALE_ORDERS}, got {order!r}")
+    if example.task == "creature_name":
+        completion = naming_sentence(world.entity(example.meta["entity_id"]), order)
+    else:
+        completion = _NAME_FIRST.sub(r"The image shows \2: the \1.", example.completion)
+    return dataclasses.replace(example, completion=completion)
 
 
 def naming_example(image, entity, task: str = "creature_name") -> Example:
@@ -117,8 +148,10 @@ def mix_config(image_size: int, seed: int) -> PretrainMixConfig:
                              kbvqa_style_weights=READER_STYLE_WEIGHTS)
 
 
-def iter_reader_examples(world, cfg: PretrainMixConfig, weights: dict, start: int = 0) -> Iterator[Example]:
-    """The infinite, seeded stream of the reader's mixture; example ``i`` depends on (seed, i) only."""
+def iter_reader_examples(world, cfg: PretrainMixConfig, weights: dict, start: int = 0,
+                         rationale_order: str = "name_first") -> Iterator[Example]:
+    """The infinite, seeded stream of the reader's mixture; example ``i`` depends on (seed, i) only;
+    naming sentences in ``rationale_order`` (``in_rationale_order``)."""
     unknown = sorted(set(weights) - set(READER_TASKS))
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; known: {sorted(READER_TASKS)}")
@@ -127,7 +160,8 @@ def iter_reader_examples(world, cfg: PretrainMixConfig, weights: dict, start: in
     i = start
     while True:
         rng = random.Random(f"reader:{cfg.seed}:{i}")
-        yield READER_TASKS[rng.choices(names, weights=probs)[0]](world, rng, cfg)
+        example = READER_TASKS[rng.choices(names, weights=probs)[0]](world, rng, cfg)
+        yield in_rationale_order(example, rationale_order, world)
         i += 1
 
 

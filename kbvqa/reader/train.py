@@ -38,7 +38,16 @@ from kbvqa.models.tiny import train_loss
 from kbvqa.reader.base import reader_cache_dir
 from kbvqa.reader.build import ReaderConfig, build_reader
 from kbvqa.reader.card import quick_checks
-from kbvqa.reader.tasks import READER_WEIGHTS, ViewBank, creature_name, iter_reader_examples, mix_config, to_pixels
+from kbvqa.reader.tasks import (
+    RATIONALE_ORDERS,
+    READER_WEIGHTS,
+    ViewBank,
+    creature_name,
+    in_rationale_order,
+    iter_reader_examples,
+    mix_config,
+    to_pixels,
+)
 
 STAGES = ("vision", "naming", "mixture", "done")
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -69,6 +78,7 @@ class ReaderTrainConfig:
     mixture_lr: float = 3e-4
     warmup_steps: int = 20               # linear warm-up, then cosine to 10 % (every stage)
     weights: dict = field(default_factory=lambda: dict(READER_WEIGHTS))
+    rationale_order: str = "name_first"  # or "describe_first": what is seen, then the name (tasks.py)
     # monitoring and checkpoints
     eval_every: int = 100                # mixture steps between teacher-forced checks (test split)
     eval_n: int = 32
@@ -81,6 +91,8 @@ class ReaderTrainConfig:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         if min(self.vision_lr, self.naming_lr, self.mixture_lr, self.checkpoint_minutes) <= 0:
             raise ValueError("learning rates and checkpoint_minutes must be positive")
+        if self.rationale_order not in RATIONALE_ORDERS:
+            raise ValueError(f"rationale_order must be one of {RATIONALE_ORDERS}, got {self.rationale_order!r}")
 
 
 def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
@@ -271,7 +283,8 @@ class Trainer:
 
     def naming_step(self, rng: random.Random):
         cfg = mix_config(self.config.image_size, self.config.seed)
-        examples = [creature_name(self.world, rng, cfg) for _ in range(self.config.naming_batch)]
+        examples = [in_rationale_order(creature_name(self.world, rng, cfg), self.config.rationale_order, self.world)
+                    for _ in range(self.config.naming_batch)]
         return train_loss(self.vlm, examples)
 
     def mixture_step(self, stream):
@@ -296,7 +309,8 @@ class Trainer:
             stream = None
             if stage == "mixture":
                 seen = self.state.get("mixture_offset", 0) + self.state["step"] * c.mixture_batch
-                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights, start=seen)
+                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights, start=seen,
+                                              rationale_order=c.rationale_order)
             bar = tqdm(total=total, initial=self.state["step"], desc=stage,
                        disable=not progress_enabled(progress), mininterval=30)
             self.vlm.model.train()
