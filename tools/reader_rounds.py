@@ -9,6 +9,7 @@ the reader cache. Run by hand after a round's card: ``python -m tools.reader_rou
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,10 +23,26 @@ CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
 ROUNDS = [
     (0, "vision 3000, naming 400, mixture 500 steps (creature_name weight 0.09)", "a9673f2", False),
     (1, "naming reopened 400 -> 1200 steps, then the mixture again on fresh examples", "6a8b3ff", False),
-    (2, "mixture reopened 500 -> 950 steps, re-warmed, creature_name weight 0.2", "781d7e8", True),
+    (2, "mixture reopened 500 -> 950 steps, re-warmed, creature_name weight 0.2", "781d7e8", False),
+    (2, "the same reader carded again with the ReAG answer cap at 128 tokens", "3220c64", True),
     (3, "mixture reopened 950 -> 1450 steps, re-warmed, creature_name weight 0.3", str(CACHE / "round3_export"),
      False),
 ]
+
+
+def answer_cap(card: dict) -> int | None:
+    """The ReAG answer cap (new tokens) a card was measured with: its ``answer_tokens`` or, for a
+    card made before cards recorded it, ``KBVQA_TOKENS`` in ``kbvqa/reader/card.py`` at its commit."""
+    recorded = card["evaluation"].get("answer_tokens")
+    if recorded:
+        return recorded["reag"]
+    try:
+        code = subprocess.check_output(["git", "show", f"{card['commit']}:kbvqa/reader/card.py"], cwd=ROOT, text=True,
+                                       stderr=subprocess.DEVNULL)
+    except subprocess.CalledProcessError:
+        return None
+    m = re.search(r'KBVQA_TOKENS = .*?"reag": (\d+)', code)
+    return int(m.group(1)) if m else None
 
 
 def load_card(source: str) -> dict:
@@ -42,6 +59,7 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
             "card_source": ("reader cache (not shipped)" if Path(source).is_dir()
                             else f"data/reader/card.json at {source}"),
             "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
+            "answer_tokens": answer_cap(card),
             **{k: ev.get(k) for k in ROWS}}      # None: not measured by that card
 
 

@@ -12,17 +12,27 @@
 Chapters load it through ``kbvqa.models.load_vlm("reader")`` (SmolVLM-256M-Instruct in the gpu profile);
 chapter 01 takes the rest from here: the card's evaluation sets (``eval_examples``, the toy world's
 prompts at the reader's image size with ``mix_config``), the card and its live check
-(``live_agreement``), the architecture table and the naming diagnosis.
+(``live_agreement``, ``card_sets_kbvqa`` with the answer caps ``KBVQA_TOKENS``), the architecture
+table and the naming diagnosis.
 """
 from kbvqa.models.pretrain_mix import eval_examples
 from kbvqa.reader.base import base_dir, gguf_path, reader_cache_dir
 from kbvqa.reader.build import ReaderConfig, architecture_table, build_reader
-from kbvqa.reader.card import BLOCKING, CARD_TARGETS, card_table, evaluate_card, live_agreement, live_kbvqa
+from kbvqa.reader.card import (
+           BLOCKING,
+           CARD_TARGETS,
+           KBVQA_TOKENS,
+           card_sets_kbvqa,
+           card_table,
+           evaluate_card,
+           live_agreement,
+           live_kbvqa,
+)
 from kbvqa.reader.diagnose import naming_attributes, naming_breakdown
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import READER_WEIGHTS, mix_config
 
-__all__ = ["BLOCKING", "CARD_TARGETS", "READER_DIR", "READER_WEIGHTS", "ReaderConfig", "architecture_table",
-           "base_dir", "build_reader", "card_table", "eval_examples", "evaluate_card", "gguf_path",
-           "live_agreement", "live_kbvqa", "load_reader", "mix_config", "naming_attributes", "naming_breakdown",
-           "reader_cache_dir", "reader_fingerprint"]
+__all__ = ["BLOCKING", "CARD_TARGETS", "KBVQA_TOKENS", "READER_DIR", "READER_WEIGHTS", "ReaderConfig",
+           "architecture_table", "base_dir", "build_reader", "card_sets_kbvqa", "card_table", "eval_examples",
+           "evaluate_card", "gguf_path", "live_agreement", "live_kbvqa", "load_reader", "mix_config",
+           "naming_attributes", "naming_breakdown", "reader_cache_dir", "reader_fingerprint"]

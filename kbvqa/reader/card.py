@@ -166,7 +166,8 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
                             batch_size=batch_size)
         return [o[0] for o in outs]
 
-    card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}, "records": {}}
+    card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}, "records": {},
+                  "answer_tokens": dict(KBVQA_TOKENS)}
     direct = {f"{t}_direct": s for t, s in card_sets_kbvqa(world, n, image_size, "evqa").items()
               if t != "kbvqa_no_passage"}        # ReAG's no-passage prompt is the same in both styles
     for task, examples in [(t, sets[t]) for t in KBVQA_ROWS] + list(direct.items()):
