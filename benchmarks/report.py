@@ -20,7 +20,16 @@ from pathlib import Path
 from _timing import format_goal, format_value
 
 ROOT = Path(__file__).resolve().parents[1]
+# A ratio is the comparison a benchmark exists for: "(the target)" where it has a goal, "(context)"
+# where it explains another row (a breakdown, a batching the goal's row beats).
 KIND_LABEL = {"ratio": "ratio (the target)", "time": "time (context)", "count": "count", "check": "check"}
+
+
+def kind_label(row: dict) -> str:
+    kind = row.get("kind")
+    if kind == "ratio" and not row.get("goal"):
+        return "ratio (context)"
+    return KIND_LABEL.get(kind, kind or "")
 
 
 def _git(*args: str) -> str:
@@ -109,7 +118,7 @@ def render_markdown(results: dict) -> str:
                 goal += f" {r['unit']}"
             met = {True: "yes", False: "**no**", None: ""}[r.get("met")]
             lines.append(f"| {_cell(r['name'])} | {_cell(format_value(r['value'], r.get('unit', '')))} | {goal} | "
-                         f"{met} | {KIND_LABEL.get(r.get('kind'), r.get('kind', ''))} | {_cell(r.get('note', ''))} |")
+                         f"{met} | {kind_label(r)} | {_cell(r.get('note', ''))} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -22,7 +22,8 @@ def _fake_results():
         "benchmarks": {
             "RCTS cost": {"seconds": 42.4, "error": "", "rows": [
                 row("RCTS / Vanilla-RAG", 9.5, "x", ("<=", 8), "20 queries | early stop"),
-                row("Vanilla-RAG s per query", 0.123, "s", kind="time")]},
+                row("Vanilla-RAG s per query", 0.123, "s", kind="time"),
+                row("RCTS, 1 leaf per step / Vanilla-RAG", 20.4, "x")]},
             "MaxSim": {"seconds": 3.0, "error": "", "rows": [row("MaxSim / matmul", 0.61, "x", (">=", 0.5))]},
             "GRPO": {"seconds": 1.0, "error": "ModuleNotFoundError: No module named 'datasets'", "rows": []},
         },
@@ -74,6 +75,7 @@ def test_markdown_table_has_provenance_rows_verdicts_and_errors():
     assert "| RCTS / Vanilla-RAG | 9.50x | <= 8 | **no** | ratio (the target) | 20 queries \\| early stop |" in md
     assert "| MaxSim / matmul | 0.61x | >= 0.5 | yes |" in md
     assert "| Vanilla-RAG s per query | 0.12 s |  |  | time (context) |" in md
+    assert "| RCTS, 1 leaf per step / Vanilla-RAG | 20.40x |  |  | ratio (context) |" in md   # no goal: not a target
     assert "**GRPO** (1 s)" in md and "Did not finish: `ModuleNotFoundError" in md
     # one table per finished benchmark, each row with the header's six columns
     tables = [line for line in md.splitlines() if line.startswith("| measurement")]
