@@ -504,6 +504,12 @@ def test_card_token_caps_cover_the_longest_test_target(smollm2_dir, world):
                 continue                    # ReAG's no-passage prompt in both styles (the reag cap)
             longest = max(len(tokenizer(e.completion)["input_ids"]) for e in examples)
             assert longest + 8 <= cap, (style, task, longest, cap)
+    from kbvqa.reader.diagnose import NAMING_TOKENS
+    from kbvqa.reader.tasks import RATIONALE_ORDERS, naming_sentence
+
+    for order in RATIONALE_ORDERS:
+        longest = max(len(tokenizer(naming_sentence(e, order))["input_ids"]) for e in world.entities)
+        assert longest + 8 <= NAMING_TOKENS, (order, longest)
 
 
 def test_describe_first_rationales_rewrite_and_parse_back(world):

@@ -42,7 +42,7 @@ from kbvqa.models.pretrain_mix import eval_examples
 from kbvqa.models.scoring import teacher_forced_accuracy
 from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think_answer, parse_winner
 from kbvqa.prompts.formats import view_ref
-from kbvqa.reader.diagnose import card_views, naming_attributes
+from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, to_pixels
 from kbvqa.retrieval.subject import box_iou
@@ -63,7 +63,7 @@ def naming_acc(vlm, world, n: int, image_size: int) -> float:
 
     views = card_views(world, n)
     prompts = [naming_example(view_ref(world, v, image_size), e).prompt for v, e in views]
-    outs = vlm.generate(prompts, max_new_tokens=16, temperature=0, batch_size=16)
+    outs = vlm.generate(prompts, max_new_tokens=NAMING_TOKENS, temperature=0, batch_size=16)
     return float(np.mean([f" {e.name}" in f" {o[0]}".lower() for o, (_, e) in zip(outs, views)]))
 
 

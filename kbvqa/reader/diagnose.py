@@ -29,6 +29,11 @@ _DESCRIBED = re.compile(r"image shows an? (?:plain ([a-z]+) ([a-z]+)|([a-z]+) wi
                         re.IGNORECASE)
 _DESCRIBED_NAME = re.compile(r"image shows an? [^.:]*: the ([a-z]+)", re.IGNORECASE)
 PARTS = ("name", "family", "colour", "pattern")
+# New tokens for a naming sentence: the longest is 21 in either order (a test holds the margin).
+# Cards before the description-first round used 20 (the name comes early there, so at most the
+# last token of a sentence was lost); 16 in the training quick check would cut the name that a
+# description-first sentence puts last.
+NAMING_TOKENS = 32
 
 
 def named_creature(output: str) -> str | None:
@@ -124,5 +129,5 @@ def naming_attributes(vlm, world, n: int = 200, image_size: int = 112, batch_siz
         raise ValueError(f"n must be a positive int, got {n!r}")
     views = card_views(world, n)
     prompts = [naming_example(view_ref(world, v, image_size), e).prompt for v, e in views]
-    outs = vlm.generate(prompts, max_new_tokens=20, temperature=0, batch_size=batch_size)
+    outs = vlm.generate(prompts, max_new_tokens=NAMING_TOKENS, temperature=0, batch_size=batch_size)
     return score_naming([o[0] for o in outs], views, world)
