@@ -388,6 +388,12 @@ def test_naming_breakdown_splits_records_by_the_named_creature(world):
     assert list(table.index) == ["right name", "another name", "no name"]
     assert table.loc["right name", "queries"] == 2 and table.loc["right name", "accuracy"] == 1.0
     assert table.loc["another name", "accuracy"] == 0.0 and table.loc["no name", "share of queries"] == 0.25
+    by_kind = naming_breakdown({"records": {"kbvqa_10_passages": records}}, world, by="split_kind")
+    kinds = [q.meta["split_kind"] for q in qs]
+    assert by_kind.index.names == ["split_kind", "naming"] and by_kind["queries"].sum() == 4
+    for kind in set(kinds):      # shares are taken within each block
+        assert abs(by_kind.xs(kind, level="split_kind")["share of queries"].sum() - 1) < 1e-9
+    assert named_creature("<think>The image shows a plain pink driftfin: the maikkresh. Its size") == "maikkresh"
 
 
 def test_naming_sentence_parsed_and_scored_part_by_part(world):

@@ -43,24 +43,32 @@ def named_creature(output: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages"):
+def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages", by: str | None = None):
     """Why a think-then-answer KB-VQA row is right or wrong: for each of its records, did the
     rationale name the pictured creature (right name / another name / no name), and was the answer
-    right? Returns a table of counts and the answer accuracy per naming outcome."""
+    right? Returns a table of counts and the answer accuracy per naming outcome; with ``by`` (a key
+    of the query's ``meta``, e.g. "split_kind": InfoSeek's unseen question / unseen entity) one
+    block per value, each share taken within its block."""
     import pandas as pd
 
     queries = {q.id: q for q in world.kbvqa_test}
     rows = []
     for r in evaluation["records"][task]:
-        truth = world.entity(queries[r["query_id"]].meta["entity_id"]).name.lower()
+        q = queries[r["query_id"]]
+        truth = world.entity(q.meta["entity_id"]).name.lower()
         named = named_creature(r["output"])
         kind = "no name" if named is None else ("right name" if named == truth else "another name")
-        rows.append({"naming": kind, "correct": bool(r["correct"])})
+        rows.append({"naming": kind, "correct": bool(r["correct"]), "group": q.meta.get(by) if by else ""})
     frame = pd.DataFrame(rows)
-    table = frame.groupby("naming")["correct"].agg(queries="count", answers_right="sum", accuracy="mean")
-    table["share of queries"] = table["queries"] / len(frame)
-    order = [k for k in ("right name", "another name", "no name") if k in table.index]
-    return table.loc[order].round(3)
+    table = frame.groupby(["group", "naming"])["correct"].agg(queries="count", answers_right="sum", accuracy="mean")
+    table["share of queries"] = table["queries"] / table.groupby(level="group")["queries"].transform("sum")
+    rank = {"right name": 0, "another name": 1, "no name": 2}
+    table = table.sort_index(key=lambda index: index.map(rank) if index.name == "naming" else index)
+    if not by:
+        table = table.droplevel("group")
+    else:
+        table.index = table.index.set_names([by, "naming"])
+    return table.round(3)
 
 
 def card_views(world, n: int) -> list:
