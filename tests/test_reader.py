@@ -219,6 +219,15 @@ def test_official_scoring_of_toy_answers():
     assert kbvqa_official_correct("River deltas.", string) and not kbvqa_official_correct("deltas", string)
 
 
+def test_live_subset_spreads_over_the_card():
+    from kbvqa.reader.card import spread
+
+    assert spread(8, 200) == [0, 25, 50, 75, 100, 125, 150, 175]
+    assert spread(3, 2) == [0, 1] and spread(1, 5) == [0]
+    with pytest.raises(ValueError):
+        spread(0, 5)
+
+
 def test_ladder_validity_needs_format_and_chain():
     from kbvqa.molt.rewards import perfect_transcript
     from kbvqa.molt.run import transcript_text

@@ -17,16 +17,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "reader" / "rounds.json"
 ROWS = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc", "naming_name_acc",
-        "naming_family_acc", "critic_roc_auc", "pairwise_acc")
+        "naming_family_acc", "critic_roc_auc", "pairwise_acc", "ladder_valid_rate")
 CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
 # (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
 ROUNDS = [
     (0, "vision 3000, naming 400, mixture 500 steps (creature_name weight 0.09)", "a9673f2", False),
     (1, "naming reopened 400 -> 1200 steps, then the mixture again on fresh examples", "6a8b3ff", False),
     (2, "mixture reopened 500 -> 950 steps, re-warmed, creature_name weight 0.2", "781d7e8", False),
-    (2, "the same reader carded again with the ReAG answer cap at 128 tokens", "3220c64", True),
+    (2, "the same reader carded again with the ReAG answer cap at 128 tokens", "3220c64", False),
     (3, "mixture reopened 950 -> 1450 steps, re-warmed, creature_name weight 0.3", str(CACHE / "round3_export"),
      False),
+    (4, "from round 2: mixture reopened 950 -> 1350 steps, description-first rationales (rationale_order)",
+     "0e82094", True),
 ]
 
 

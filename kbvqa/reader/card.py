@@ -214,9 +214,21 @@ def _meets(value: float, op: str, target: float) -> bool:
     return {">=": value >= target, "<=": value <= target, ">": value > target}[op]
 
 
-def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) -> dict:
-    """The three KB-VQA rows on the first ``n`` test queries, per query: ``{task: [bool, ...]}``."""
-    sets = card_sets_kbvqa(world, n, image_size)
+def spread(n: int, total: int) -> list[int]:
+    """``n`` indices spread evenly over ``range(total)`` (all of them when ``n >= total``): a live
+    subset of a card's queries, which come a few views of one creature at a time, so the first
+    ``n`` would be about one or two creatures only."""
+    if n < 1 or total < 1:
+        raise ValueError(f"need n >= 1 and total >= 1, got {n} and {total}")
+    return list(range(total)) if n >= total else [i * total // n for i in range(n)]
+
+
+def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16, of: int | None = None) -> dict:
+    """The three KB-VQA rows on ``n`` test queries, per query: ``{task: [bool, ...]}``; the first
+    ``n``, or with ``of`` (a card's ``n_queries``) ``n`` spread over the card's first ``of``."""
+    sets = card_sets_kbvqa(world, of or n, image_size)
+    if of:
+        sets = {task: [examples[i] for i in spread(n, of)] for task, examples in sets.items()}
     out = {}
     for task, examples in sets.items():
         texts = vlm.generate([e.prompt for e in examples], max_new_tokens=KBVQA_TOKENS[KBVQA_STYLE], temperature=0,
@@ -226,13 +238,15 @@ def live_kbvqa(vlm, world, n: int, image_size: int = 112, batch_size: int = 16) 
 
 
 def live_agreement(vlm, world, evaluation: dict, n: int, image_size: int = 112, batch_size: int = 16) -> dict:
-    """The card's KB-VQA rows rerun live on the first ``n`` test queries (``live_kbvqa``), per row:
-    the card's accuracy, the live one with its Wilson interval, whether the card's lies inside it
-    (``check_agreement``) and the share of queries whose result repeats the card's record."""
+    """The card's KB-VQA rows rerun live on ``n`` of its test queries spread over the card's
+    (``live_kbvqa``), per row: the card's accuracy, the live one with its Wilson interval, whether
+    the card's lies inside it (``check_agreement``) and the share of queries whose result repeats
+    the card's record."""
     rows = {}
-    for task, right in live_kbvqa(vlm, world, n, image_size, batch_size).items():
+    total = evaluation["n_queries"]
+    for task, right in live_kbvqa(vlm, world, n, image_size, batch_size, of=total).items():
         agree = check_agreement(right, evaluation[f"{task}_acc"])
-        committed = [r["correct"] for r in evaluation["records"][task][:n]]
+        committed = [evaluation["records"][task][i]["correct"] for i in spread(n, total)]
         rows[task] = {f"card (n={evaluation['n_queries']})": round(evaluation[f"{task}_acc"], 3),
                       f"live (n={n})": round(agree.rate, 3),
                       "live 95 % interval": f"[{agree.low:.2f}, {agree.high:.2f}]",
