@@ -6,11 +6,12 @@
 2. ``naming``: LoRA adapters on every linear layer of SmolLM2, the connector and the tower (at a
    tenth of the rate) on "Which creature is this?" -> "The image shows the <name>, a <family> with
    <colour> <pattern>." for pictures of every knowledge-base creature. Why LoRA already here: with
-   the language model frozen (LLaVA's stage-1 recipe) the connector alone did not teach SmolLM2 to
-   say an *invented* name (0 % named after 120 steps of 16), nor did regressing image tokens onto
-   the name's token embeddings (0 % after 900 steps); with LoRA the names came within 150 steps.
+   the language model frozen (LLaVA's stage-1 recipe) neither the connector alone (0 % named after
+   120 steps of 16) nor regressing image tokens onto the name's embeddings (0 % after 900 steps)
+   taught SmolLM2 an *invented* name; with LoRA the names came within 150 steps.
 3. ``mixture``: the same adapters and the connector on the reader's task mixture
-   (``tasks.READER_WEIGHTS``), answer-only loss (``kbvqa.models.tiny.train_loss``).
+   (``tasks.READER_WEIGHTS``), answer-only loss (``kbvqa.models.tiny.train_loss``). Naming sentences
+   and rationales in ``rationale_order`` (name first, or description first: ``tasks``).
 
 Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors by name, optimiser,
 stage, step, curves) atomically into its run folder (default: ``reader_cache_dir()/run``), and a
@@ -35,19 +36,10 @@ from kbvqa.config import progress_enabled
 from kbvqa.data import get_world
 from kbvqa.models.loading import resolve_device
 from kbvqa.models.tiny import train_loss
+from kbvqa.reader import tasks
 from kbvqa.reader.base import reader_cache_dir
 from kbvqa.reader.build import ReaderConfig, build_reader
 from kbvqa.reader.card import quick_checks
-from kbvqa.reader.tasks import (
-    RATIONALE_ORDERS,
-    READER_WEIGHTS,
-    ViewBank,
-    creature_name,
-    in_rationale_order,
-    iter_reader_examples,
-    mix_config,
-    to_pixels,
-)
 
 STAGES = ("vision", "naming", "mixture", "done")
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -77,7 +69,7 @@ class ReaderTrainConfig:
     mixture_batch: int = 4
     mixture_lr: float = 3e-4
     warmup_steps: int = 20               # linear warm-up, then cosine to 10 % (every stage)
-    weights: dict = field(default_factory=lambda: dict(READER_WEIGHTS))
+    weights: dict = field(default_factory=lambda: dict(tasks.READER_WEIGHTS))
     rationale_order: str = "name_first"  # or "describe_first": what is seen, then the name (tasks.py)
     # monitoring and checkpoints
     eval_every: int = 100                # mixture steps between teacher-forced checks (test split)
@@ -91,8 +83,8 @@ class ReaderTrainConfig:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         if min(self.vision_lr, self.naming_lr, self.mixture_lr, self.checkpoint_minutes) <= 0:
             raise ValueError("learning rates and checkpoint_minutes must be positive")
-        if self.rationale_order not in RATIONALE_ORDERS:
-            raise ValueError(f"rationale_order must be one of {RATIONALE_ORDERS}, got {self.rationale_order!r}")
+        if self.rationale_order not in tasks.RATIONALE_ORDERS:
+            raise ValueError(f"rationale_order must be one of {tasks.RATIONALE_ORDERS}, got {self.rationale_order!r}")
 
 
 def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
@@ -185,7 +177,7 @@ class Trainer:
             p.requires_grad_(False)
         vision, connector = core.model.vision_model, core.model.connector
         if stage == "vision":
-            self.bank = ViewBank(self.world, c.views_per_entity, c.image_size, seed=c.seed)
+            self.bank = tasks.ViewBank(self.world, c.views_per_entity, c.image_size, seed=c.seed)
             self.heads = VisionHeads(vision.config.hidden_size, self.bank.heads()).to(self.device)
             if blob and blob.get("heads"):
                 self.heads.load_state_dict(blob["heads"])
@@ -228,11 +220,9 @@ class Trainer:
         self.save()
 
     def reopen(self, stage: str) -> bool:
-        """Go back to ``stage`` of a run past it, to train it longer (a warm restart): it resumes at
-        the step it ended on, with a fresh warm-up and cosine over the extra steps (``_set_lr``);
-        later stages then rerun from step 0 (the mixture on fresh examples). Points logged after a
-        reopen carry ``round`` 1, 2, ... It reopens only when ``<stage>_steps`` goes past the steps
-        the stage has, so rerunning a finished round's command trains nothing; returns whether it did."""
+        """Train ``stage`` of a run past it longer (a warm restart, ``_set_lr``) from the step it ended
+        on; later stages rerun from step 0 on fresh examples; points carry ``round`` 1, 2, ... Only when
+        ``<stage>_steps`` exceeds the stage's steps (a finished round's command trains nothing)."""
         if stage not in ("naming", "mixture"):
             raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
         s = self.state
@@ -249,17 +239,15 @@ class Trainer:
         return True
 
     def restart_step(self) -> int:
-        """The step the current stage (re)started at this round: where this round's reopen resumed it,
-        else 0 (every reopen starts a round, so the i-th reopen record belongs to round i + 1)."""
+        """Where this round's reopen resumed the current stage, else 0 (reopen i starts round i + 1)."""
         s = self.state
         starts = [r["at_step"] for i, r in enumerate(s.get("reopened", []))
                   if r["to"] == s["stage"] and i + 1 == s.get("round", 0)]
         return starts[0] if starts else 0
 
     def _set_lr(self, total: int) -> None:
-        """``lr_at`` counted from the stage's (re)start: a reopened stage warms up again, because its
-        AdamW moments start from zero, and Adam's first steps at a near-peak rate move every trained
-        weight by about the learning rate whatever its gradient's size."""
+        """``lr_at`` from the stage's (re)start: a reopened stage warms up again, since fresh AdamW moments
+        at a near-peak rate move every trained weight by about the rate, whatever its gradient."""
         start = self.restart_step()
         for g in self.optimizer.param_groups:
             g["lr"] = lr_at(self.state["step"] - start, total - start, g["peak"], self.config.warmup_steps)
@@ -273,7 +261,7 @@ class Trainer:
     def vision_step(self, rng: random.Random) -> float:
         bank, c = self.bank, self.config
         idx = [rng.randrange(len(bank.pixels)) for _ in range(c.vision_batch)]
-        pixels = to_pixels(torch.from_numpy(bank.pixels[idx])).to(self.device)
+        pixels = tasks.to_pixels(torch.from_numpy(bank.pixels[idx])).to(self.device)
         labels = torch.from_numpy(bank.labels[idx]).to(self.device)
         states = self.vlm.core.model.vision_model(pixel_values=pixels).last_hidden_state
         logits = self.heads(states)
@@ -282,8 +270,9 @@ class Trainer:
                    for k, (w, lg) in enumerate(zip(weights, logits)))
 
     def naming_step(self, rng: random.Random):
-        cfg = mix_config(self.config.image_size, self.config.seed)
-        examples = [in_rationale_order(creature_name(self.world, rng, cfg), self.config.rationale_order, self.world)
+        cfg = tasks.mix_config(self.config.image_size, self.config.seed)
+        order = self.config.rationale_order
+        examples = [tasks.in_rationale_order(tasks.creature_name(self.world, rng, cfg), order, self.world)
                     for _ in range(self.config.naming_batch)]
         return train_loss(self.vlm, examples)
 
@@ -309,8 +298,8 @@ class Trainer:
             stream = None
             if stage == "mixture":
                 seen = self.state.get("mixture_offset", 0) + self.state["step"] * c.mixture_batch
-                stream = iter_reader_examples(self.world, mix_config(c.image_size, c.seed), c.weights, start=seen,
-                                              rationale_order=c.rationale_order)
+                stream = tasks.iter_reader_examples(self.world, tasks.mix_config(c.image_size, c.seed), c.weights,
+                                                    start=seen, rationale_order=c.rationale_order)
             bar = tqdm(total=total, initial=self.state["step"], desc=stage,
                        disable=not progress_enabled(progress), mininterval=30)
             self.vlm.model.train()
