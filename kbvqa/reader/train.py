@@ -10,8 +10,7 @@
    120 steps of 16) nor regressing image tokens onto the name's embeddings (0 % after 900 steps)
    taught SmolLM2 an *invented* name; with LoRA the names came within 150 steps.
 3. ``mixture``: the same adapters and the connector on the reader's task mixture
-   (``tasks.READER_WEIGHTS``), answer-only loss (``kbvqa.models.tiny.train_loss``). Naming sentences
-   and rationales in ``rationale_order`` (name first, or description first: ``tasks``).
+   (``tasks.READER_WEIGHTS``), answer-only loss (``tiny.train_loss``), rationales in ``rationale_order``.
 
 Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors by name, optimiser,
 stage, step, curves) atomically into its run folder (default: ``reader_cache_dir()/run``), and a
