@@ -190,6 +190,30 @@ def test_reader_mixture_uses_training_splits_only(world):
         next(iter_reader_examples(world, mix_config(56, 0), {"nope": 1.0}))
 
 
+def test_look_name_and_ten_passage_tasks(world):
+    import random
+
+    from kbvqa.data.toy_shapes import with_look
+    from kbvqa.reader.tasks import kbvqa_ten_passages, look_name, mix_config
+
+    looks = {(e.family, e.colour, e.pattern): e.name for e in world.entities}
+    assert len(looks) == len(world.entities)              # a look names one creature: the task is a function
+    for seed in range(20):
+        e = look_name(world, random.Random(seed), None)
+        entity = world.entity(e.meta["entity_id"])
+        look = with_look(entity.family, entity.colour, entity.pattern)      # "a plain purple lumenhorn"
+        assert e.completion == f"{look[0].upper()}{look[1:]}: the {entity.name}." and look in str(e.prompt)
+        assert entity.name not in str(e.prompt) and entity.family in str(e.prompt)
+        assert all(part["type"] == "text" for m in e.prompt for part in m["content"])
+    cfg = mix_config(56, 0)
+    train = {q.id: q for q in world.kbvqa_train}
+    for seed in range(10):
+        e = kbvqa_ten_passages(world, random.Random(seed), cfg)
+        q = train[e.meta["query_ids"][0]]                  # a training question, never a test one
+        assert len(e.meta["passage_ids"]) == cfg.max_passages == 10 and q.evidence_ids[0] in e.meta["passage_ids"]
+        assert e.completion.startswith("<think>") and "</answer>" in e.completion
+
+
 def test_molt_ladder_task_is_table14_with_the_gold_winning(world):
     import random
 
@@ -256,6 +280,8 @@ def test_bad_training_config_raises():
 
     with pytest.raises(ValueError, match="vision_steps"):
         ReaderTrainConfig(vision_steps=0)
+    with pytest.raises(ValueError, match="look_name_batch"):
+        ReaderTrainConfig(look_name_batch=-1)
     with pytest.raises(ValueError, match="learning rates"):
         ReaderTrainConfig(mixture_lr=0)
 
@@ -301,6 +327,20 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
         a = resumed.vlm.model(**batch).logits
         b = loaded.model(**batch).logits
     assert torch.allclose(a, b, atol=2e-2)               # adapters merged; bf16 storage
+    # a machine without the run folder: the shipped files become a finished run that can reopen a stage
+    seeded = tmp_path / "seeded"
+    reader_ship.seed_run(seeded, out)
+    with pytest.raises(FileExistsError):
+        reader_ship.seed_run(seeded, out)
+    twin = Trainer(dataclasses.replace(config, mixture_steps=3, look_name_batch=2), seeded, world=world, base=tiny_base)
+    assert twin.state["stage"] == "done" and twin.optimizer is None
+    mine = dict(resumed.vlm.core.named_parameters())
+    for name, p in twin.vlm.core.named_parameters():
+        if "lora_" in name or ".connector." in f".{name}":
+            assert torch.allclose(p, mine[name], atol=1e-2, rtol=1e-2), name    # adapters went through bf16
+    assert twin.reopen("mixture") and (twin.state["stage"], twin.state["step"]) == ("mixture", 2)
+    assert twin.run(progress=False)["stage"] == "done"
+    assert [c["step"] for c in twin.state["curves"] if c["round"] == twin.state["round"]] == [2]
     shutil.rmtree(out)
     with pytest.raises(FileNotFoundError, match="make reader"):
         load_reader(out)

@@ -29,8 +29,8 @@ from kbvqa.data.schema import Passage, Query
 from kbvqa.prompts.formats import (
     KBVQA_STYLES,
     Example,
-    _kbvqa_meta,
     distractor_passages,
+    kbvqa_meta,
     kbvqa_prompt,
     kbvqa_target,
 )
@@ -107,6 +107,6 @@ def kbvqa_counterfactual(world, rng, cfg) -> Example:
         gold = world.passage(q.evidence_ids[0])
     if with_gold:
         passages.insert(rng.randint(0, len(passages)), gold)
-    meta = _kbvqa_meta(q, passages, style=style, gold_included=with_gold, counterfactual=swapped is not None)
+    meta = kbvqa_meta(q, passages, style=style, gold_included=with_gold, counterfactual=swapped is not None)
     return Example(kbvqa_prompt(world, q, passages, style, cfg), kbvqa_target(q, style, with_gold),
                    "kbvqa_counterfactual", meta=meta)

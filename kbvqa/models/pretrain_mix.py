@@ -211,7 +211,7 @@ def _kbvqa_eval(world, q, rng, task: str, style: str, cfg) -> list[Example]:
         passages = tasks.distractor_passages(world, q, rng, 9, cfg.distractor_mix)
         passages.insert(rng.randint(0, len(passages)), gold)
     style = "reag" if task == "kbvqa_no_passage" else style
-    meta = tasks._kbvqa_meta(q, passages, style=style, gold_included=bool(passages),
+    meta = tasks.kbvqa_meta(q, passages, style=style, gold_included=bool(passages),
                              split_kind=q.meta.get("split_kind", ""))
     return [Example(tasks.kbvqa_prompt(world, q, passages, style, cfg), tasks.kbvqa_target(q, style, True),
                     task, meta=meta)]

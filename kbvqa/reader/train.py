@@ -37,7 +37,7 @@ from kbvqa.models.loading import resolve_device
 from kbvqa.models.tiny import train_loss
 from kbvqa.reader import tasks
 from kbvqa.reader.base import reader_cache_dir
-from kbvqa.reader.build import ReaderConfig, build_reader
+from kbvqa.reader.build import ReaderConfig, VisionHeads, build_reader
 from kbvqa.reader.card import quick_checks
 
 STAGES = ("vision", "naming", "mixture", "done")
@@ -70,6 +70,7 @@ class ReaderTrainConfig:
     warmup_steps: int = 20               # linear warm-up, then cosine to 10 % (every stage)
     weights: dict = field(default_factory=lambda: dict(tasks.READER_WEIGHTS))
     rationale_order: str = "name_first"  # or "describe_first": what is seen, then the name (tasks.py)
+    look_name_batch: int = 0             # + text-only look -> name examples a mixture step (own forward pass)
     # monitoring and checkpoints
     eval_every: int = 100                # mixture steps between teacher-forced checks (test split)
     eval_n: int = 32
@@ -80,6 +81,8 @@ class ReaderTrainConfig:
                      "mixture_batch", "lora_rank", "eval_every", "eval_n", "threads"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if not isinstance(self.look_name_batch, int) or self.look_name_batch < 0:
+            raise ValueError(f"look_name_batch must be an int >= 0, got {self.look_name_batch!r}")
         if min(self.vision_lr, self.naming_lr, self.mixture_lr, self.checkpoint_minutes) <= 0:
             raise ValueError("learning rates and checkpoint_minutes must be positive")
         if self.rationale_order not in tasks.RATIONALE_ORDERS:
@@ -96,19 +99,6 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
 
 def default_run_dir() -> Path:
     return reader_cache_dir() / "run"
-
-
-class VisionHeads(torch.nn.Module):
-    """Linear heads (creature, family, colour, pattern) on the mean-pooled vision states."""
-
-    def __init__(self, width: int, sizes):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(width)
-        self.heads = torch.nn.ModuleList(torch.nn.Linear(width, n) for n in sizes)
-
-    def forward(self, states):
-        pooled = self.norm(states.mean(1))
-        return [h(pooled) for h in self.heads]
 
 
 class Trainer:
@@ -275,14 +265,19 @@ class Trainer:
                     for _ in range(self.config.naming_batch)]
         return train_loss(self.vlm, examples)
 
-    def mixture_step(self, stream):
-        examples = [next(stream) for _ in range(self.config.mixture_batch)]
-        return train_loss(self.vlm, examples)
+    def mixture_step(self, stream, rng: random.Random):
+        """The mixture's batch, plus ``look_name_batch`` text-only examples; every example weighs the same."""
+        c = self.config
+        loss = train_loss(self.vlm, [next(stream) for _ in range(c.mixture_batch)])
+        if c.look_name_batch:
+            side = train_loss(self.vlm, [tasks.look_name(self.world, rng, None) for _ in range(c.look_name_batch)])
+            loss = (c.mixture_batch * loss + c.look_name_batch * side) / (c.mixture_batch + c.look_name_batch)
+        return loss
 
     def loss(self, stage: str, rng: random.Random, stream):
         if stage == "vision":
             return self.vision_step(rng)
-        return self.naming_step(rng) if stage == "naming" else self.mixture_step(stream)
+        return self.naming_step(rng) if stage == "naming" else self.mixture_step(stream, rng)
 
     # ------------------------------------------------------------------ the loop
     def run(self, max_minutes: float | None = None, progress: bool = True) -> dict:
