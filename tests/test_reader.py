@@ -445,6 +445,27 @@ def test_naming_breakdown_splits_records_by_the_named_creature(world):
     assert named_creature("<think>The image shows a plain pink driftfin: the maikkresh. Its size") == "maikkresh"
 
 
+def test_look_recall_tells_seeing_from_recalling(world):
+    from kbvqa.reader.diagnose import LOOK_OUTCOMES, look_recall
+    from kbvqa.reader.tasks import naming_sentence
+
+    qs = world.kbvqa_test[:5]
+    me = [world.entity(q.meta["entity_id"]) for q in qs]
+    other = world.lookalikes(me[1].id)[0]
+    said = [naming_sentence(me[0], "describe_first"),                                  # look right, its name
+            naming_sentence(me[1], "describe_first").replace(me[1].name, other.name),   # look right, another name
+            naming_sentence(world.lookalikes(me[2].id)[0], "describe_first"),           # look wrong, its name
+            naming_sentence(me[3], "describe_first").replace(f": the {me[3].name}", ": the zzz"),  # both
+            "The image shows the vambram."]                                             # no description
+    said[3] = said[3].replace(me[3].colour, next(c for c in ("pink", "blue") if c != me[3].colour))
+    records = [{"query_id": q.id, "correct": i == 0, "output": f"<think>{t} Its size</think>"}
+               for i, (q, t) in enumerate(zip(qs, said))]
+    table = look_recall({"records": {"kbvqa_10_passages": records}}, world)
+    assert list(table.index) == list(LOOK_OUTCOMES) and (table["queries"] == 1).all()
+    assert table.loc["look right, its name", "accuracy"] == 1.0 and table["share of queries"].sum() == 1.0
+    assert list(look_recall({"records": {"kbvqa_10_passages": records[:2]}}, world).index) == list(LOOK_OUTCOMES[:2])
+
+
 def test_naming_sentence_parsed_and_scored_part_by_part(world):
     from kbvqa.reader.diagnose import NamingParse, card_views, parse_naming_sentence, score_naming
 

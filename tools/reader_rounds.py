@@ -65,9 +65,21 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
             **{k: ev.get(k) for k in ROWS}}      # None: not measured by that card
 
 
+def entry_or_recorded(number: int, what: str, source: str, shipped: bool, recorded: dict) -> dict:
+    """``round_entry``, or, for a round carded in a reader cache that this machine never held (the
+    cache lives outside the repository), the entry that ``rounds.json`` already records for it."""
+    if source.startswith("/") and not Path(source).is_dir():
+        if (number, what) not in recorded:
+            raise FileNotFoundError(f"round {number}: no card in {source} and none recorded in {OUT}")
+        return recorded[(number, what)]
+    return round_entry(number, what, source, shipped)
+
+
 def main() -> None:
     commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
-    rounds = [round_entry(*r) for r in ROUNDS]
+    old = json.loads(OUT.read_text())["rounds"] if OUT.exists() else []
+    recorded = {(r["round"], r["what"]): r for r in old}
+    rounds = [entry_or_recorded(*r, recorded) for r in ROUNDS]
     OUT.write_text(json.dumps({"provenance": {"commit": commit, "date": datetime.now(UTC).isoformat(
         timespec="seconds"), "command": "python -m tools.reader_rounds"}, "rows": list(ROWS), "rounds": rounds},
         indent=1) + "\n")

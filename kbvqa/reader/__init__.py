@@ -7,7 +7,8 @@
 - ``train``: three resumable stages (``make reader``); ``ship``: what ``data/reader/`` holds and
   ``load_reader``; ``card``: the model card and training checks.
 
-- ``diagnose``: what the reader's naming sentence gets right, part by part.
+- ``diagnose``: what the reader's naming sentence gets right, part by part, and whether a rationale
+  that described the picture right then recalled the right name (``look_recall``).
 
 Chapters load it through ``kbvqa.models.load_vlm("reader")`` (SmolVLM-256M-Instruct in the gpu profile);
 chapter 01 takes the rest from here: the card's evaluation sets (``eval_examples``, the toy world's
@@ -28,11 +29,11 @@ from kbvqa.reader.card import (
            live_agreement,
            live_kbvqa,
 )
-from kbvqa.reader.diagnose import naming_attributes, naming_breakdown
+from kbvqa.reader.diagnose import look_recall, naming_attributes, naming_breakdown
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import READER_WEIGHTS, in_rationale_order, mix_config
 
 __all__ = ["BLOCKING", "CARD_TARGETS", "KBVQA_TOKENS", "READER_DIR", "READER_WEIGHTS", "ReaderConfig",
            "architecture_table", "base_dir", "build_reader", "card_sets_kbvqa", "card_table", "eval_examples",
-           "evaluate_card", "gguf_path", "in_rationale_order", "live_agreement", "live_kbvqa", "load_reader",
+           "evaluate_card", "gguf_path", "in_rationale_order", "live_agreement", "live_kbvqa", "load_reader", "look_recall",
            "mix_config", "naming_attributes", "naming_breakdown", "reader_cache_dir", "reader_fingerprint"]

@@ -9,6 +9,9 @@
   pattern, and whether a wrong family is that of a clutter creature in the same picture. A reader
   that gets the colour right but not the family sees colour and not shape: the next training
   budget goes to the silhouette, not to reading.
+- ``look_recall``: for description-first rationales ("a driftfin with pink zigzags: the desnusk"),
+  was the written look the pictured creature's, and is the name the one that look belongs to? It
+  tells *seeing* wrong from *recalling* the name wrong after seeing right.
 
 Every parser returns a defined result on any string. Leaves out: the card itself (``card.py``).
 """
@@ -68,6 +71,39 @@ def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages", b
         table = table.droplevel("group")
     else:
         table.index = table.index.set_names([by, "naming"])
+    return table.round(3)
+
+
+LOOK_OUTCOMES = ("look right, its name", "look right, another name", "look wrong, its name",
+                 "look wrong, another name", "no description")
+
+
+def look_outcome(output: str, entity, names_by_look: dict) -> str:
+    """One of ``LOOK_OUTCOMES`` for a rationale about a picture of ``entity``; ``names_by_look`` maps
+    (family, colour, pattern) to the name of the creature with that look ("its name": the name is
+    the one the written look belongs to, whether or not the look is the pictured creature's)."""
+    said = parse_naming_sentence(output)
+    if said.family is None or said.colour is None or said.pattern is None:
+        return "no description"
+    look = (said.family, said.colour, said.pattern)
+    seen = "look right" if look == (entity.family, entity.colour, entity.pattern) else "look wrong"
+    return f"{seen}, {'its name' if names_by_look.get(look) == said.name else 'another name'}"
+
+
+def look_recall(evaluation: dict, world, task: str = "kbvqa_10_passages"):
+    """Split a think-then-answer row's records by ``look_outcome``: counts, share and answer accuracy.
+    "look right, another name" counts the rationales that described the pictured creature and then
+    named a creature of another look: recall from the description, not perception, failed."""
+    import pandas as pd
+
+    queries = {q.id: q for q in world.kbvqa_test}
+    names_by_look = {(e.family, e.colour, e.pattern): e.name for e in world.entities}
+    rows = [{"outcome": look_outcome(r["output"], world.entity(queries[r["query_id"]].meta["entity_id"]),
+                                     names_by_look), "correct": bool(r["correct"])}
+            for r in evaluation["records"][task]]
+    table = pd.DataFrame(rows).groupby("outcome")["correct"].agg(queries="count", accuracy="mean")
+    table = table.reindex(LOOK_OUTCOMES).dropna(how="all").astype({"queries": int})
+    table["share of queries"] = table["queries"] / table["queries"].sum()
     return table.round(3)
 
 
