@@ -466,6 +466,24 @@ def test_look_recall_tells_seeing_from_recalling(world):
     assert list(look_recall({"records": {"kbvqa_10_passages": records[:2]}}, world).index) == list(LOOK_OUTCOMES[:2])
 
 
+def test_look_name_acc_asks_every_creature_in_words(world):
+    from kbvqa.reader.diagnose import last_named, look_name_acc
+
+    assert last_named("A driftfin with pink zigzags: the desnusk.") == "desnusk"
+    assert last_named(None) is None and last_named("") is None and last_named("no name here") is None
+
+    class Echo:                     # answers with the right name for every other creature
+        def generate(self, prompts, **kwargs):
+            assert all("image" not in str(p) for p in prompts) and kwargs["temperature"] == 0
+            return [[f"A thing: the {e.name}." if i % 2 == 0 else "A thing: the zzz."]
+                    for i, e in enumerate(world.entities)]
+
+    got = look_name_acc(Echo(), world)
+    assert got["n"] == len(world.entities) and got["acc"] == pytest.approx(sum(1 for i in range(got["n"]) if i % 2 == 0)
+                                                                          / got["n"])
+    assert got["unseen_acc"] is not None and 0 <= got["unseen_acc"] <= 1
+
+
 def test_naming_sentence_parsed_and_scored_part_by_part(world):
     from kbvqa.reader.diagnose import NamingParse, card_views, parse_naming_sentence, score_naming
 

@@ -17,7 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "reader" / "rounds.json"
 ROWS = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc", "naming_name_acc",
-        "naming_family_acc", "critic_roc_auc", "pairwise_acc", "ladder_valid_rate")
+        "naming_family_acc", "critic_roc_auc", "pairwise_acc", "ladder_valid_rate", "look_name_text_acc")
+# ten-passage rationales split by kbvqa.reader.diagnose.look_recall (shares of the row's queries)
+LOOK_ROWS = {"look_right_its_name": "look right, its name", "look_right_another_name": "look right, another name"}
 CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
 # (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
 ROUNDS = [
@@ -29,6 +31,8 @@ ROUNDS = [
      False),
     (4, "from round 2: mixture reopened 950 -> 1350 steps, description-first rationales (rationale_order)",
      "0e82094", True),
+    (5, "from round 4 (seed_run): mixture reopened 1350 -> 1700 steps, + 4 text-only look -> name examples "
+        "a step (look_name_batch), kbvqa_ten_passages weight 0.15", str(CACHE / "round5_export"), False),
 ]
 
 
@@ -62,7 +66,18 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
                             else f"data/reader/card.json at {source}"),
             "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
             "answer_tokens": answer_cap(card),
-            **{k: ev.get(k) for k in ROWS}}      # None: not measured by that card
+            **{k: ev.get(k) for k in ROWS}, **look_shares(ev)}      # None: not measured by that card
+
+
+def look_shares(evaluation: dict) -> dict:
+    """``LOOK_ROWS`` of a card's ten-passage records; ``None`` for name-first rationales (no look written first)."""
+    from kbvqa.data import get_world
+    from kbvqa.reader.diagnose import look_recall
+
+    table = look_recall(evaluation, get_world(0))
+    if "no description" in table.index and table.loc["no description", "share of queries"] > 0.5:
+        return dict.fromkeys(LOOK_ROWS)
+    return {key: float(table["share of queries"].get(outcome, 0.0)) for key, outcome in LOOK_ROWS.items()}
 
 
 def entry_or_recorded(number: int, what: str, source: str, shipped: bool, recorded: dict) -> dict:
@@ -80,9 +95,10 @@ def main() -> None:
     old = json.loads(OUT.read_text())["rounds"] if OUT.exists() else []
     recorded = {(r["round"], r["what"]): r for r in old}
     rounds = [entry_or_recorded(*r, recorded) for r in ROUNDS]
-    OUT.write_text(json.dumps({"provenance": {"commit": commit, "date": datetime.now(UTC).isoformat(
-        timespec="seconds"), "command": "python -m tools.reader_rounds"}, "rows": list(ROWS), "rounds": rounds},
-        indent=1) + "\n")
+    provenance = {"commit": commit, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "command": "python -m tools.reader_rounds"}
+    OUT.write_text(json.dumps({"provenance": provenance, "rows": list(ROWS), "derived_rows": list(LOOK_ROWS),
+                               "rounds": rounds}, indent=1) + "\n")
     print(f"{OUT}: {len(rounds)} rounds")
 
 

@@ -42,7 +42,7 @@ from kbvqa.models.pretrain_mix import eval_examples
 from kbvqa.models.scoring import teacher_forced_accuracy
 from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think_answer, parse_winner
 from kbvqa.prompts.formats import view_ref
-from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, naming_attributes
+from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, look_name_rows, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, to_pixels
 from kbvqa.retrieval.subject import box_iou
@@ -206,6 +206,7 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
     card["naming"] = naming
     card.update({f"naming_{part}_acc": naming[f"{part}_acc"] for part in ("name", "family", "colour", "pattern")})
     card["sizes"]["naming"] = naming["n"]
+    card.update(look_name_rows(vlm, world, batch_size))
     card["targets_met"] = {k: _meets(card[k], *CARD_TARGETS[k]) for k in CARD_TARGETS}
     return card
 
@@ -323,9 +324,21 @@ def main(argv=None) -> None:
     parser.add_argument("directory", nargs="?", default=str(READER_DIR))
     parser.add_argument("--n", type=int, default=200, help="test queries per row")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--add-look-name", action="store_true",
+                        help="add the text-only recall rows to an existing card (cards made before they existed)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     world = get_world(0)
+    if args.add_look_name:
+        path = Path(args.directory) / "card.json"
+        card = json.loads(path.read_text())
+        card["evaluation"].update(look_name_rows(load_reader(args.directory), world))
+        card.setdefault("added", []).append({"rows": ["look_name_text_acc", "look_name_text_unseen_acc"],
+                                             "commit": git_commit(), "date": datetime.datetime.now(
+                                                 datetime.UTC).isoformat(timespec="seconds")})
+        path.write_text(json.dumps(card, indent=1, default=str))
+        print({k: card["evaluation"][k] for k in card["added"][-1]["rows"]})
+        return
     evaluation = evaluate_card(load_reader(args.directory), world, n=args.n)
     card = write_card(args.directory, evaluation, world)
     print(json.dumps({k: v for k, v in card["evaluation"].items() if k not in ("records", "examples")}, indent=1))

@@ -11,7 +11,9 @@
   budget goes to the silhouette, not to reading.
 - ``look_recall``: for description-first rationales ("a driftfin with pink zigzags: the desnusk"),
   was the written look the pictured creature's, and is the name the one that look belongs to? It
-  tells *seeing* wrong from *recalling* the name wrong after seeing right.
+  tells *seeing* wrong from *recalling* the name wrong after seeing right;
+  ``look_name_acc`` asks the same recall in words alone ("Which creature is a driftfin with pink
+  zigzags?"), for every knowledge-base creature: does the reader *know* the name it fails to *use*?
 
 Every parser returns a defined result on any string. Leaves out: the card itself (``card.py``).
 """
@@ -30,6 +32,7 @@ _SENTENCE = re.compile(r"image shows (?:the |a |an )?([a-z]+),? (?:an? )?([a-z]+
 # "a plain pink driftfin: the maikkresh"
 _DESCRIBED = re.compile(r"image shows an? (?:plain ([a-z]+) ([a-z]+)|([a-z]+) with ([a-z]+) ([a-z]+)): the ([a-z]+)",
                         re.IGNORECASE)
+_NAMED_LAST = re.compile(r"the ([a-z]+)\.?\s*$", re.IGNORECASE)     # "...: the desnusk." -> desnusk
 _DESCRIBED_NAME = re.compile(r"image shows an? [^.:]*: the ([a-z]+)", re.IGNORECASE)
 PARTS = ("name", "family", "colour", "pattern")
 # New tokens for a naming sentence: the longest is 21 in either order (a test holds the margin).
@@ -105,6 +108,42 @@ def look_recall(evaluation: dict, world, task: str = "kbvqa_10_passages"):
     table = table.reindex(LOOK_OUTCOMES).dropna(how="all").astype({"queries": int})
     table["share of queries"] = table["queries"] / table["queries"].sum()
     return table.round(3)
+
+
+def last_named(text) -> str | None:
+    """The name a sentence ends on ("A driftfin with pink zigzags: the desnusk." -> "desnusk"), or ``None``."""
+    m = _NAMED_LAST.search(text if isinstance(text, str) else "")
+    return m.group(1).lower() if m else None
+
+
+def look_name_acc(vlm, world, batch_size: int = 32) -> dict:
+    """Text only: "Which creature is <its look>?" for every knowledge-base creature (``tasks.look_name``),
+    greedy; the share whose answer ends with the creature's name, over all and over the held-out
+    (unseen-entity) creatures."""
+    import random
+
+    from kbvqa.reader.tasks import look_name
+
+    class _Pick(random.Random):          # look_name draws its creature with rng.choice: pick each in turn
+        def __init__(self, entity):
+            super().__init__(0)
+            self.entity = entity
+
+        def choice(self, seq):
+            return self.entity
+
+    examples = [look_name(world, _Pick(e), None) for e in world.entities]
+    outs = vlm.generate([e.prompt for e in examples], max_new_tokens=24, temperature=0, batch_size=batch_size)
+    right = [last_named(o[0]) == e.name.lower() for o, e in zip(outs, world.entities)]
+    unseen = [r for r, e in zip(right, world.entities) if e.unseen]
+    return {"n": len(right), "acc": sum(right) / len(right),
+            "unseen_acc": sum(unseen) / len(unseen) if unseen else None}
+
+
+def look_name_rows(vlm, world, batch_size: int = 16) -> dict:
+    """The card's text-only recall rows: "Which creature is <look>?" for every creature ."""
+    look = look_name_acc(vlm, world, batch_size)
+    return {"look_name_text_acc": look["acc"], "look_name_text_unseen_acc": look["unseen_acc"]}
 
 
 def card_views(world, n: int) -> list:
