@@ -464,6 +464,12 @@ def test_look_recall_tells_seeing_from_recalling(world):
     assert list(table.index) == list(LOOK_OUTCOMES) and (table["queries"] == 1).all()
     assert table.loc["look right, its name", "accuracy"] == 1.0 and table["share of queries"].sum() == 1.0
     assert list(look_recall({"records": {"kbvqa_10_passages": records[:2]}}, world).index) == list(LOOK_OUTCOMES[:2])
+    from types import SimpleNamespace
+
+    gold_only = [SimpleNamespace(meta={"passage_ids": [q.evidence_ids[0]]}) for q in qs]   # each prompt: its gold
+    table = look_recall({"records": {"kbvqa_10_passages": records}}, world, examples=gold_only)
+    assert table.loc["look right, its name", "named in context"] == 1.0        # the pictured creature's page
+    assert table.loc["look right, another name", "named in context"] == 0.0    # a look-alike not in the prompt
 
 
 def test_look_name_acc_asks_every_creature_in_words(world):

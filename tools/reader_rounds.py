@@ -30,7 +30,7 @@ ROUNDS = [
     (3, "mixture reopened 950 -> 1450 steps, re-warmed, creature_name weight 0.3", str(CACHE / "round3_export"),
      False),
     (4, "from round 2: mixture reopened 950 -> 1350 steps, description-first rationales (rationale_order)",
-     "0e82094", True),
+     "c34dd7d", True),
     (5, "from round 4 (seed_run): mixture reopened 1350 -> 1700 steps, + 4 text-only look -> name examples "
         "a step (look_name_batch), kbvqa_ten_passages weight 0.15", str(CACHE / "round5_export"), False),
 ]

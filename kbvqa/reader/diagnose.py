@@ -93,18 +93,29 @@ def look_outcome(output: str, entity, names_by_look: dict) -> str:
     return f"{seen}, {'its name' if names_by_look.get(look) == said.name else 'another name'}"
 
 
-def look_recall(evaluation: dict, world, task: str = "kbvqa_10_passages"):
+def look_recall(evaluation: dict, world, task: str = "kbvqa_10_passages", examples=None):
     """Split a think-then-answer row's records by ``look_outcome``: counts, share and answer accuracy.
     "look right, another name" counts the rationales that described the pictured creature and then
-    named a creature of another look: recall from the description, not perception, failed."""
+    named a creature of another look: recall from the description, not perception, failed. With the
+    row's ``examples`` (``card_sets_kbvqa``; same order as the records) a column says how often the
+    named creature's page had a passage in the prompt (a name copied from the context)."""
     import pandas as pd
 
     queries = {q.id: q for q in world.kbvqa_test}
     names_by_look = {(e.family, e.colour, e.pattern): e.name for e in world.entities}
-    rows = [{"outcome": look_outcome(r["output"], world.entity(queries[r["query_id"]].meta["entity_id"]),
-                                     names_by_look), "correct": bool(r["correct"])}
-            for r in evaluation["records"][task]]
-    table = pd.DataFrame(rows).groupby("outcome")["correct"].agg(queries="count", accuracy="mean")
+    doc_of_name = {e.name.lower(): world.document_of(e.id).id for e in world.entities}
+    rows = []
+    for i, r in enumerate(evaluation["records"][task]):
+        row = {"outcome": look_outcome(r["output"], world.entity(queries[r["query_id"]].meta["entity_id"]),
+                                       names_by_look), "correct": bool(r["correct"])}
+        if examples is not None:
+            docs = {world.passage(p).doc_id for p in examples[i].meta["passage_ids"]}
+            row["named in context"] = doc_of_name.get(parse_naming_sentence(r["output"]).name or "") in docs
+        rows.append(row)
+    frame = pd.DataFrame(rows).groupby("outcome")
+    table = frame["correct"].agg(queries="count", accuracy="mean")
+    if examples is not None:
+        table["named in context"] = frame["named in context"].mean()
     table = table.reindex(LOOK_OUTCOMES).dropna(how="all").astype({"queries": int})
     table["share of queries"] = table["queries"] / table["queries"].sum()
     return table.round(3)
