@@ -128,22 +128,12 @@ def last_named(text) -> str | None:
 
 
 def look_name_acc(vlm, world, batch_size: int = 32) -> dict:
-    """Text only: "Which creature is <its look>?" for every knowledge-base creature (``tasks.look_name``),
+    """Text only: "Which creature is <its look>?" for every knowledge-base creature (``tasks.look_name_example``),
     greedy; the share whose answer ends with the creature's name, over all and over the held-out
     (unseen-entity) creatures."""
-    import random
+    from kbvqa.reader.tasks import look_name_example
 
-    from kbvqa.reader.tasks import look_name
-
-    class _Pick(random.Random):          # look_name draws its creature with rng.choice: pick each in turn
-        def __init__(self, entity):
-            super().__init__(0)
-            self.entity = entity
-
-        def choice(self, seq):
-            return self.entity
-
-    examples = [look_name(world, _Pick(e), None) for e in world.entities]
+    examples = [look_name_example(e) for e in world.entities]
     outs = vlm.generate([e.prompt for e in examples], max_new_tokens=24, temperature=0, batch_size=batch_size)
     right = [last_named(o[0]) == e.name.lower() for o, e in zip(outs, world.entities)]
     unseen = [r for r, e in zip(right, world.entities) if e.unseen]
@@ -152,7 +142,7 @@ def look_name_acc(vlm, world, batch_size: int = 32) -> dict:
 
 
 def look_name_rows(vlm, world, batch_size: int = 16) -> dict:
-    """The card's text-only recall rows: "Which creature is <look>?" for every creature ."""
+    """The card's text-only recall rows: "Which creature is <look>?" for every creature."""
     look = look_name_acc(vlm, world, batch_size)
     return {"look_name_text_acc": look["acc"], "look_name_text_unseen_acc": look["unseen_acc"]}
 

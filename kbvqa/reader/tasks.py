@@ -141,7 +141,11 @@ def look_name(world, rng, cfg) -> Example:
     """Text only: a creature's look, as its page describes it, -> its name, for ANY knowledge-base
     creature. The diagnosis of the fifth round's card: in 61 of 200 ten-passage answers the
     rationale described the picture right and then named a creature of another look."""
-    entity = rng.choice(world.entities)
+    return look_name_example(rng.choice(world.entities))
+
+
+def look_name_example(entity) -> Example:
+    """``look_name`` for one given creature (the card asks every creature in turn)."""
     look = with_look(entity.family, entity.colour, entity.pattern)
     prompt = [{"role": "system", "content": [{"type": "text", "text": "Name the creature described."}]},
               {"role": "user", "content": [{"type": "text", "text": f"Which creature is {look}?"}]}]
