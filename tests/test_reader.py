@@ -212,6 +212,16 @@ def test_look_name_and_ten_passage_tasks(world):
         q = train[e.meta["query_ids"][0]]                  # a training question, never a test one
         assert len(e.meta["passage_ids"]) == cfg.max_passages == 10 and q.evidence_ids[0] in e.meta["passage_ids"]
         assert e.completion.startswith("<think>") and "</answer>" in e.completion
+        # the card's layout: no other section of the gold page (it would repeat the gold name), the
+        # look-alikes' passages of the gold's section first, so the subject is named exactly once
+        gold = world.passage(q.evidence_ids[0])
+        passages = [world.passage(pid) for pid in e.meta["passage_ids"]]
+        assert [p.doc_id for p in passages].count(gold.doc_id) == 1
+        entity = world.entity(q.meta["entity_id"])
+        same_section = {p.id for p in (world.document_of(o.id).passage(gold.section) for o in world.lookalikes(entity.id))
+                        if entity.name not in p.text}
+        assert len(same_section & set(e.meta["passage_ids"])) == min(9, len(same_section))
+        assert sum(entity.name in p.text for p in passages) == 1
 
 
 def test_molt_ladder_task_is_table14_with_the_gold_winning(world):

@@ -44,7 +44,7 @@ from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think
 from kbvqa.prompts.formats import view_ref
 from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, look_name_rows, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
-from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, to_pixels
+from kbvqa.reader.tasks import TEN_PASSAGE_MIX, in_rationale_order, mix_config, naming_example, to_pixels
 from kbvqa.retrieval.subject import box_iou
 
 
@@ -261,7 +261,7 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
     no-passage prompt is ReAG's in both (its j = 0 prompt)."""
 
     cfg = mix_config(image_size, 0)
-    ten = dataclasses.replace(cfg, distractor_mix=(1.0, 0.0, 0.0))
+    ten = dataclasses.replace(cfg, distractor_mix=TEN_PASSAGE_MIX)
     return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg, style=style)
             for t in KBVQA_ROWS}
 

@@ -153,11 +153,19 @@ def look_name_example(entity) -> Example:
                    meta={"entity_id": entity.id, "query_ids": [], "image_ids": []})
 
 
+# The card's ten-passage layout: every distractor is a look-alike's passage of the gold's section
+# (random pages only when look-alikes run out), so each of the ten names appears once and only the
+# picture says which passage is the creature's. The mixture's own draw (``cfg.distractor_mix``) also
+# takes other sections of the gold page, which repeat the gold name: a shortcut the card never offers.
+TEN_PASSAGE_MIX = (1.0, 0.0, 0.0)
+
+
 def kbvqa_ten_passages(world, rng, cfg) -> Example:
     """ReAG-style KB-VQA with the gold passage among ``cfg.max_passages`` (10): the card's
-    ten-passage row built from a TRAINING question (the mixture's own KB-VQA draws 1..10 passages)."""
+    ten-passage row (``TEN_PASSAGE_MIX``) built from a TRAINING question (the mixture's own KB-VQA
+    draws 1..10 passages of mixed kinds)."""
     q = rng.choice(world.kbvqa_train)
-    passages = formats.distractor_passages(world, q, rng, cfg.max_passages - 1, cfg.distractor_mix)
+    passages = formats.distractor_passages(world, q, rng, cfg.max_passages - 1, TEN_PASSAGE_MIX)
     passages.insert(rng.randint(0, len(passages)), world.passage(q.evidence_ids[0]))
     return Example(formats.kbvqa_prompt(world, q, passages, "reag", cfg), formats.kbvqa_target(q, "reag", True),
                    "kbvqa_ten_passages", meta=formats.kbvqa_meta(q, passages, style="reag", gold_included=True))
