@@ -77,8 +77,9 @@ def quick_checks(trainer, n: int = 32) -> dict:
     if stage == "mixture":
         cfg = mix_config(size, trainer.config.seed)
         order = trainer.config.rationale_order
+        ten = dataclasses.replace(cfg, distractor_mix=TEN_PASSAGE_MIX)          # the card's layout
         for task in ("kbvqa_gold_passage", "kbvqa_10_passages"):
-            examples = eval_examples(trainer.world, task, n=n, config=cfg)
+            examples = eval_examples(trainer.world, task, n=n, config=ten if task == "kbvqa_10_passages" else cfg)
             examples = [in_rationale_order(e, order, trainer.world) for e in examples]
             out["tf_" + task.removeprefix("kbvqa_")] = teacher_forced_accuracy(trainer.vlm, examples, batch_size=8)
     return out
