@@ -22,7 +22,6 @@ Leaves out: training (``train.py``), the tiny model's older card (``kbvqa.models
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import platform
@@ -44,7 +43,7 @@ from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think
 from kbvqa.prompts.formats import view_ref
 from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, look_name_rows, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
-from kbvqa.reader.tasks import TEN_PASSAGE_MIX, in_rationale_order, mix_config, naming_example, to_pixels
+from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, ten_passage_config, to_pixels
 from kbvqa.retrieval.subject import box_iou
 
 
@@ -77,7 +76,7 @@ def quick_checks(trainer, n: int = 32) -> dict:
     if stage == "mixture":
         cfg = mix_config(size, trainer.config.seed)
         order = trainer.config.rationale_order
-        ten = dataclasses.replace(cfg, distractor_mix=TEN_PASSAGE_MIX)          # the card's layout
+        ten = ten_passage_config(cfg)      # the card's layout (quick checks before round 6 used the mixture's)
         for task in ("kbvqa_gold_passage", "kbvqa_10_passages"):
             examples = eval_examples(trainer.world, task, n=n, config=ten if task == "kbvqa_10_passages" else cfg)
             examples = [in_rationale_order(e, order, trainer.world) for e in examples]
@@ -262,7 +261,7 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
     no-passage prompt is ReAG's in both (its j = 0 prompt)."""
 
     cfg = mix_config(image_size, 0)
-    ten = dataclasses.replace(cfg, distractor_mix=TEN_PASSAGE_MIX)
+    ten = ten_passage_config(cfg)
     return {t: eval_examples(world, t, n=n, config=ten if t == "kbvqa_10_passages" else cfg, style=style)
             for t in KBVQA_ROWS}
 

@@ -16,7 +16,7 @@ Three sources, all from the toy world's knowledge base and TRAINING splits (neve
   zigzags: the desnusk." for every knowledge-base creature: the recall half of a description-first
   rationale, learnt from words alone, so the name follows from what was written about the picture.
 - ``kbvqa_ten_passages``: a training question in ReAG's style with its gold passage among 10, the
-  distractors drawn as the card draws them (look-alikes' same section, same page, random).
+  distractors drawn as the card draws them (``ten_passage_config``: look-alikes' same section).
 - ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
   teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
 - every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
@@ -158,6 +158,11 @@ def look_name_example(entity) -> Example:
 # picture says which passage is the creature's. The mixture's own draw (``cfg.distractor_mix``) also
 # takes other sections of the gold page, which repeat the gold name: a shortcut the card never offers.
 TEN_PASSAGE_MIX = (1.0, 0.0, 0.0)
+
+
+def ten_passage_config(cfg: PretrainMixConfig) -> PretrainMixConfig:
+    """``cfg`` with the card's ten-passage layout (the card's row, the in-training check)."""
+    return dataclasses.replace(cfg, distractor_mix=TEN_PASSAGE_MIX)
 
 
 def kbvqa_ten_passages(world, rng, cfg) -> Example:
