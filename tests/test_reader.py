@@ -224,6 +224,33 @@ def test_look_name_and_ten_passage_tasks(world):
         assert sum(entity.name in p.text for p in passages) == 1
 
 
+def test_ten_passage_naming_names_every_creature_among_look_alikes(world):
+    import random
+
+    from kbvqa.parsers import parse_think_answer
+    from kbvqa.reader.diagnose import parse_naming_sentence
+    from kbvqa.reader.tasks import in_rationale_order, mix_config, ten_passage_naming
+
+    cfg = mix_config(56, 0)
+    asked = {q.meta["entity_id"] for q in world.kbvqa_train}
+    named = set()
+    for seed in range(60):
+        e = in_rationale_order(ten_passage_naming(world, random.Random(seed), cfg), "describe_first", world)
+        entity = world.entity(e.meta["entity_id"])
+        named.add(entity.id)
+        assert e.meta["query_ids"] == [] and f"Which creature is this {entity.family}?" in str(e.prompt)
+        parsed = parse_think_answer(e.completion)
+        assert parsed.format_ok and parsed.answer == entity.name and parse_naming_sentence(parsed.think) == (
+            entity.name, entity.family, entity.colour, entity.pattern)          # description first, then the name
+        passages = [world.passage(pid) for pid in e.meta["passage_ids"]]
+        own = [p for p in passages if p.doc_id == world.document_of(entity.id).id]
+        assert len(passages) == 10 and len(own) == 1                            # one passage of its page
+        same_section = {world.document_of(o.id).passage(own[0].section).id for o in world.lookalikes(entity.id)}
+        assert same_section <= set(e.meta["passage_ids"])                     # the card's layout: look-alikes first
+        assert all(str(p.text) not in str(e.completion) for p in passages)
+    assert named - asked, "held-out creatures must be named too (no question about them is asked)"
+
+
 def test_molt_ladder_task_is_table14_with_the_gold_winning(world):
     import random
 

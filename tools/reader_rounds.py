@@ -30,13 +30,13 @@ ROUNDS = [
     (3, "mixture reopened 950 -> 1450 steps, re-warmed, creature_name weight 0.3", str(CACHE / "round3_export"),
      False),
     (4, "from round 2: mixture reopened 950 -> 1350 steps, description-first rationales (rationale_order)",
-     "c34dd7d", True),
+     "c34dd7d", False),
     (5, "from round 4 (seed_run): mixture reopened 1350 -> 1700 steps, + 4 text-only look -> name examples "
         "a step (look_name_batch), kbvqa_ten_passages weight 0.15 (its distractors in the mixture's layout)",
      str(CACHE / "round5_export"), False),
     (6, "from round 5: mixture reopened 1700 -> 2100 steps, kbvqa_ten_passages in the card's layout "
         "(TEN_PASSAGE_MIX; until now it drew the mixture's) at weight 1.0 (half the mixture), look_name_batch 4",
-     str(CACHE / "round7_export"), False),
+     "f55e2d0", True),
 ]
 
 

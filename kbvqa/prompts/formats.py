@@ -114,8 +114,11 @@ def distractor_passages(world, q: Query, rng, n: int, mix=(0.5, 0.25, 0.25)) -> 
     """``n`` passages that do not answer ``q``: the same section of look-alikes' pages (hard),
     other sections of the gold page, random passages of other pages (weights ``mix``). Passages of
     other pages that name the subject are skipped, so the gold passage is the only evidence."""
-    entity = world.entity(q.meta["entity_id"])
-    gold = world.passage(q.evidence_ids[0])
+    return passages_around(world, world.entity(q.meta["entity_id"]), world.passage(q.evidence_ids[0]), rng, n, mix)
+
+
+def passages_around(world, entity, gold: Passage, rng, n: int, mix=(0.5, 0.25, 0.25)) -> list[Passage]:
+    """``distractor_passages`` for any creature ``entity`` and its passage ``gold`` (no question needed)."""
     section = gold.section
     hard = [world.document_of(e.id).passage(section) for e in world.lookalikes(entity.id)]
     same_doc = [p for p in world.document_of(entity.id).passages if p.section != section]

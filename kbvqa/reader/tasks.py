@@ -17,6 +17,8 @@ Three sources, all from the toy world's knowledge base and TRAINING splits (neve
   rationale, learnt from words alone, so the name follows from what was written about the picture.
 - ``kbvqa_ten_passages``: a training question in ReAG's style with its gold passage among 10, the
   distractors drawn as the card draws them (``ten_passage_config``: look-alikes' same section).
+- ``ten_passage_naming``: "Which creature is this <family>?" in that layout for ANY knowledge-base
+  creature -> its naming sentence and name (no fact asked, so held-out creatures are named too).
 - ``molt_ladder``: MOLT Table 14's one-pass ladder over five candidates with the toy world's oracle
   teacher (MOLT §3.2.1 with the positive forced to win), as the MOLT SFT data builds it.
 - every task of the tiny model's mixture (``kbvqa.models.pretrain_mix.TASKS``) at the reader's
@@ -36,7 +38,7 @@ import numpy as np
 from kbvqa.data.toy_images import layout_view, render_view
 from kbvqa.data.toy_shapes import with_look
 from kbvqa.models.pretrain_mix import TASKS, PretrainMixConfig
-from kbvqa.prompts import formats
+from kbvqa.prompts import formats, render_chat
 from kbvqa.prompts.formats import Example, view_ref
 
 # The reader's mixture. KB-VQA reading dominates (the card's blocking rows), the counterfactual
@@ -176,8 +178,34 @@ def kbvqa_ten_passages(world, rng, cfg) -> Example:
                    "kbvqa_ten_passages", meta=formats.kbvqa_meta(q, passages, style="reag", gold_included=True))
 
 
+def ten_passage_naming(world, rng, cfg) -> Example:
+    """"Which creature is this <family>?" in ReAG's prompt, with one section of the creature's page
+    among its look-alikes' (the card's ten-passage layout) -> the naming sentence and the name, for
+    ANY knowledge-base creature (its page picture or a fresh render, as ``creature_name`` draws them).
+    The seventh round's card named the pictured creature among ten passages in 87 % of the questions
+    about creatures with training questions and 11 % of those about held-out ones: every ten-passage
+    rationale it was trained on named a creature of the first kind, while the held-out creatures'
+    passages stood beside them as distractors, never as the answer. This task names every creature
+    in that context; it asks no question about a fact, so no held-out answer is trained."""
+    entity = rng.choice(world.entities)
+    page = world.document_of(entity.id)
+    if rng.random() < 0.3:
+        image = view_ref(world, page.meta["image_id"], cfg.image_size)
+    else:
+        image = fresh_view(world, entity, rng, cfg.image_size)
+    own = rng.choice(page.passages)
+    passages = formats.passages_around(world, entity, own, rng, cfg.max_passages - 1, TEN_PASSAGE_MIX)
+    passages.insert(rng.randint(0, len(passages)), own)
+    prompt = render_chat("reag_generator", images=[image], short=cfg.short_prompts,
+                         question=f"Which creature is this {entity.family}?",
+                         paragraphs=formats.reag_paragraphs([p.text for p in passages]))
+    return Example(prompt, f"<think>{naming_sentence(entity)}</think><answer>{entity.name}</answer>",
+                   "ten_passage_naming", meta={"entity_id": entity.id, "query_ids": [], "image_ids": [],
+                                               "passage_ids": [p.id for p in passages]})
+
+
 READER_TASKS = {**TASKS, "creature_name": creature_name, "molt_ladder": molt_ladder, "look_name": look_name,
-                "kbvqa_ten_passages": kbvqa_ten_passages}
+                "kbvqa_ten_passages": kbvqa_ten_passages, "ten_passage_naming": ten_passage_naming}
 
 
 # KB-VQA prompt styles (reag, evqa, infoseek). ReAG's style thinks before it answers, and its
