@@ -482,6 +482,28 @@ def test_naming_breakdown_splits_records_by_the_named_creature(world):
     assert named_creature("<think>The image shows a plain pink driftfin: the maikkresh. Its size") == "maikkresh"
 
 
+def test_named_right_by_split_counts_the_pictured_name_per_split_kind(world):
+    from kbvqa.reader.diagnose import named_right_by_split
+
+    seen = next(q for q in world.kbvqa_test if q.meta["split_kind"] == "unseen_question")
+    held = [q for q in world.kbvqa_test if q.meta["split_kind"] == "unseen_entity"][:2]
+    name = lambda q: world.entity(q.meta["entity_id"]).name                      # noqa: E731
+    other = world.lookalikes(held[1].meta["entity_id"])[0].name
+    ten = [{"query_id": seen.id, "output": f"<think>The image shows a x with y z: the {name(seen)}."},
+           {"query_id": held[0].id, "output": f"<think>The image shows the {name(held[0])}, a x."},
+           {"query_id": held[1].id, "output": f"<think>The image shows a x with y z: the {other}."}]
+    naming = [{"view_id": seen.meta["view_id"], "name": False}, {"view_id": held[0].meta["view_id"], "name": True}]
+    gold = [{"query_id": seen.id, "output": "12"}]
+    table = named_right_by_split({"records": {"naming": naming, "kbvqa_gold_passage": gold,
+                                              "kbvqa_10_passages": ten}}, world)
+    assert table.loc["unseen_entity", "gold among 10 passages"] == 0.5
+    assert table.loc["unseen_question", "gold among 10 passages"] == 1.0
+    assert table.loc["unseen_question", "which creature is this?"] == 0.0
+    assert table.loc["unseen_entity", "which creature is this?"] == 1.0
+    assert table.loc["unseen_question", "gold passage alone"] == 0.0                   # "12" names nobody
+    assert list(table["queries (10 passages)"]) == [2, 1]
+
+
 def test_look_recall_tells_seeing_from_recalling(world):
     from kbvqa.reader.diagnose import LOOK_OUTCOMES, look_recall
     from kbvqa.reader.tasks import naming_sentence

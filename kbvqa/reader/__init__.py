@@ -29,12 +29,12 @@ from kbvqa.reader.card import (
            live_agreement,
            live_kbvqa,
 )
-from kbvqa.reader.diagnose import look_recall, naming_attributes, naming_breakdown
+from kbvqa.reader.diagnose import look_recall, named_right_by_split, naming_attributes, naming_breakdown
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import READER_WEIGHTS, in_rationale_order, mix_config
 
 __all__ = ["BLOCKING", "CARD_TARGETS", "KBVQA_TOKENS", "READER_DIR", "READER_WEIGHTS", "ReaderConfig",
            "architecture_table", "base_dir", "build_reader", "card_sets_kbvqa", "card_table", "eval_examples",
            "evaluate_card", "gguf_path", "in_rationale_order", "live_agreement", "live_kbvqa", "load_reader",
-           "look_recall", "mix_config", "naming_attributes", "naming_breakdown", "reader_cache_dir",
-           "reader_fingerprint"]
+           "look_recall", "mix_config", "named_right_by_split", "naming_attributes", "naming_breakdown",
+           "reader_cache_dir", "reader_fingerprint"]

@@ -3,6 +3,8 @@
 - ``named_creature`` / ``naming_breakdown``: split a think-then-answer KB-VQA row of the card by
   the creature its rationale names (the pictured one, another one, none) and give the accuracy of
   each part. With ten passages a wrong name means the answer is read from a look-alike's passage.
+  ``named_right_by_split``: how often the pictured creature is named, per InfoSeek split kind, bare
+  and with passages (held-out creatures are never the subject of a training rationale).
 - ``parse_naming_sentence`` / ``score_naming`` / ``naming_attributes``: the reader's answer to
   "Which creature is this?" ("The image shows the <name>, a <family> with <colour> <pattern>.")
   scored part by part on test views: the name, the family (the silhouette), the colour and the
@@ -75,6 +77,30 @@ def naming_breakdown(evaluation: dict, world, task: str = "kbvqa_10_passages", b
     else:
         table.index = table.index.set_names([by, "naming"])
     return table.round(3)
+
+
+def named_right_by_split(evaluation: dict, world):
+    """Share of the card's records that name the pictured creature, per InfoSeek split kind
+    (questions about creatures with training questions: ``unseen_question``; about held-out
+    creatures: ``unseen_entity``), in three settings: the bare "Which creature is this?" (the
+    ``naming`` row), the gold passage alone and the gold among ten passages (ReAG's rationale)."""
+    import pandas as pd
+
+    kinds = {q.id: q.meta["split_kind"] for q in world.kbvqa_test}
+    view_kinds = {q.meta["view_id"]: q.meta["split_kind"] for q in world.kbvqa_test}
+    truth = {q.id: world.entity(q.meta["entity_id"]).name.lower() for q in world.kbvqa_test}
+    rows = [{"split_kind": view_kinds[r["view_id"]], "setting": "which creature is this?", "right": bool(r["name"])}
+            for r in evaluation["records"]["naming"]]
+    settings = (("kbvqa_gold_passage", "gold passage alone"), ("kbvqa_10_passages", "gold among 10 passages"))
+    for task, setting in settings:
+        rows += [{"split_kind": kinds[r["query_id"]], "setting": setting,
+                  "right": named_creature(r["output"]) == truth[r["query_id"]]}
+                 for r in evaluation["records"][task]]
+    frame = pd.DataFrame(rows)
+    table = frame.pivot_table(index="split_kind", columns="setting", values="right", aggfunc="mean")
+    table = table[["which creature is this?", "gold passage alone", "gold among 10 passages"]]
+    table["queries (10 passages)"] = frame[frame.setting == "gold among 10 passages"].groupby("split_kind").size()
+    return table.rename_axis(columns="named right").round(3)
 
 
 LOOK_OUTCOMES = ("look right, its name", "look right, another name", "look wrong, its name",
