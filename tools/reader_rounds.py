@@ -37,6 +37,9 @@ ROUNDS = [
     (6, "from round 5: mixture reopened 1700 -> 2100 steps, kbvqa_ten_passages in the card's layout "
         "(TEN_PASSAGE_MIX; until now it drew the mixture's) at weight 1.0 (half the mixture), look_name_batch 4",
      "f55e2d0", True),
+    (7, "from round 6: mixture reopened 2100 -> 2400 steps, + ten_passage_naming at weight 0.4 (every knowledge-base "
+        "creature named in the card's ten-passage layout, held-out ones included; no fact asked)",
+     str(CACHE / "round8_export"), False),
 ]
 
 
