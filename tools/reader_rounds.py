@@ -20,6 +20,9 @@ ROWS = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc
         "naming_family_acc", "critic_roc_auc", "pairwise_acc", "ladder_valid_rate", "look_name_text_acc")
 # ten-passage rationales split by kbvqa.reader.diagnose.look_recall (shares of the row's queries)
 LOOK_ROWS = {"look_right_its_name": "look right, its name", "look_right_another_name": "look right, another name"}
+# share of ten-passage rationales that name the pictured creature, per InfoSeek split kind
+# (kbvqa.reader.diagnose.named_right_by_split): creatures with training questions / held-out ones
+SPLIT_ROWS = {"named_among_ten_unseen_question": "unseen_question", "named_among_ten_unseen_entity": "unseen_entity"}
 CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
 # (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
 ROUNDS = [
@@ -36,10 +39,10 @@ ROUNDS = [
      str(CACHE / "round5_export"), False),
     (6, "from round 5: mixture reopened 1700 -> 2100 steps, kbvqa_ten_passages in the card's layout "
         "(TEN_PASSAGE_MIX; until now it drew the mixture's) at weight 1.0 (half the mixture), look_name_batch 4",
-     "f55e2d0", True),
+     "f55e2d0", False),
     (7, "from round 6: mixture reopened 2100 -> 2400 steps, + ten_passage_naming at weight 0.4 (every knowledge-base "
         "creature named in the card's ten-passage layout, held-out ones included; no fact asked)",
-     str(CACHE / "round8_export"), False),
+     "87fa1b8", True),
 ]
 
 
@@ -73,7 +76,7 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
                             else f"data/reader/card.json at {source}"),
             "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
             "answer_tokens": answer_cap(card),
-            **{k: ev.get(k) for k in ROWS}, **look_shares(ev)}      # None: not measured by that card
+            **{k: ev.get(k) for k in ROWS}, **look_shares(ev), **split_shares(ev)}  # None: not measured
 
 
 def look_shares(evaluation: dict) -> dict:
@@ -85,6 +88,15 @@ def look_shares(evaluation: dict) -> dict:
     if "no description" in table.index and table.loc["no description", "share of queries"] > 0.5:
         return dict.fromkeys(LOOK_ROWS)
     return {key: float(table["share of queries"].get(outcome, 0.0)) for key, outcome in LOOK_ROWS.items()}
+
+
+def split_shares(evaluation: dict) -> dict:
+    """``SPLIT_ROWS`` of a card: the pictured creature named among ten passages, per split kind."""
+    from kbvqa.data import get_world
+    from kbvqa.reader.diagnose import named_right_by_split
+
+    table = named_right_by_split(evaluation, get_world(0))
+    return {key: float(table.loc[kind, "gold among 10 passages"]) for key, kind in SPLIT_ROWS.items()}
 
 
 def entry_or_recorded(number: int, what: str, source: str, shipped: bool, recorded: dict) -> dict:
@@ -104,7 +116,7 @@ def main() -> None:
     rounds = [entry_or_recorded(*r, recorded) for r in ROUNDS]
     provenance = {"commit": commit, "date": datetime.now(UTC).isoformat(timespec="seconds"),
                   "command": "python -m tools.reader_rounds"}
-    OUT.write_text(json.dumps({"provenance": provenance, "rows": list(ROWS), "derived_rows": list(LOOK_ROWS),
+    OUT.write_text(json.dumps({"provenance": provenance, "rows": list(ROWS), "derived_rows": [*LOOK_ROWS, *SPLIT_ROWS],
                                "rounds": rounds}, indent=1) + "\n")
     print(f"{OUT}: {len(rounds)} rounds")
 

@@ -90,7 +90,7 @@ def named_right_by_split(evaluation: dict, world):
     view_kinds = {q.meta["view_id"]: q.meta["split_kind"] for q in world.kbvqa_test}
     truth = {q.id: world.entity(q.meta["entity_id"]).name.lower() for q in world.kbvqa_test}
     rows = [{"split_kind": view_kinds[r["view_id"]], "setting": "which creature is this?", "right": bool(r["name"])}
-            for r in evaluation["records"]["naming"]]
+            for r in evaluation["records"].get("naming", [])]          # older cards have no naming records
     settings = (("kbvqa_gold_passage", "gold passage alone"), ("kbvqa_10_passages", "gold among 10 passages"))
     for task, setting in settings:
         rows += [{"split_kind": kinds[r["query_id"]], "setting": setting,
@@ -98,7 +98,7 @@ def named_right_by_split(evaluation: dict, world):
                  for r in evaluation["records"][task]]
     frame = pd.DataFrame(rows)
     table = frame.pivot_table(index="split_kind", columns="setting", values="right", aggfunc="mean")
-    table = table[["which creature is this?", "gold passage alone", "gold among 10 passages"]]
+    table = table.reindex(columns=["which creature is this?", "gold passage alone", "gold among 10 passages"])
     table["queries (10 passages)"] = frame[frame.setting == "gold among 10 passages"].groupby("split_kind").size()
     return table.rename_axis(columns="named right").round(3)
 
