@@ -108,6 +108,14 @@ def _resized(spec, size):
     return image if size is None or image.size == (size, size) else image.resize((size, size))
 
 
+def kb_picture(world, entity, rng, image_size: int | None):
+    """A knowledge-base picture of ``entity``: its page picture (30 %) or a ``fresh_view``; never
+    one of the world's query views, so held-out creatures can be shown without a test picture."""
+    if rng.random() < 0.3:
+        return view_ref(world, world.document_of(entity.id).meta["image_id"], image_size)
+    return fresh_view(world, entity, rng, image_size)
+
+
 def creature_name(world, rng, cfg) -> Example:
     """A picture of a creature and its naming sentence: half the time a training view of an asked
     creature, otherwise a knowledge-base picture of ANY creature (its page picture or a fresh render),
@@ -119,10 +127,7 @@ def creature_name(world, rng, cfg) -> Example:
         image = view_ref(world, q.meta["view_id"], cfg.image_size)
     else:
         entity = rng.choice(world.entities)
-        if rng.random() < 0.3:
-            image = view_ref(world, world.document_of(entity.id).meta["image_id"], cfg.image_size)
-        else:
-            image = fresh_view(world, entity, rng, cfg.image_size)
+        image = kb_picture(world, entity, rng, cfg.image_size)
     example = naming_example(image, entity)
     example.meta.update(query_ids=[q.id] if q else [], image_ids=[])
     return example
@@ -181,19 +186,15 @@ def kbvqa_ten_passages(world, rng, cfg) -> Example:
 def ten_passage_naming(world, rng, cfg) -> Example:
     """"Which creature is this <family>?" in ReAG's prompt, with one section of the creature's page
     among its look-alikes' (the card's ten-passage layout) -> the naming sentence and the name, for
-    ANY knowledge-base creature (its page picture or a fresh render, as ``creature_name`` draws them).
-    The seventh round's card named the pictured creature among ten passages in 87 % of the questions
-    about creatures with training questions and 11 % of those about held-out ones: every ten-passage
-    rationale it was trained on named a creature of the first kind, while the held-out creatures'
-    passages stood beside them as distractors, never as the answer. This task names every creature
-    in that context; it asks no question about a fact, so no held-out answer is trained."""
+    ANY knowledge-base creature (``kb_picture``, as ``creature_name`` draws them). Until round 7 of
+    ``data/reader/rounds.json`` the rationales among ten passages named held-out creatures far less
+    often than the others (its ``named_among_ten_*`` columns): every ten-passage rationale trained
+    named a creature with training questions, while the held-out creatures' passages stood beside
+    them as distractors, never as the answer. This task names every creature in that context; it
+    asks no question about a fact, so no held-out answer is trained."""
     entity = rng.choice(world.entities)
-    page = world.document_of(entity.id)
-    if rng.random() < 0.3:
-        image = view_ref(world, page.meta["image_id"], cfg.image_size)
-    else:
-        image = fresh_view(world, entity, rng, cfg.image_size)
-    own = rng.choice(page.passages)
+    image = kb_picture(world, entity, rng, cfg.image_size)
+    own = rng.choice(world.document_of(entity.id).passages)
     passages = formats.passages_around(world, entity, own, rng, cfg.max_passages - 1, TEN_PASSAGE_MIX)
     passages.insert(rng.randint(0, len(passages)), own)
     prompt = render_chat("reag_generator", images=[image], short=cfg.short_prompts,
