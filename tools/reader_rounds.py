@@ -43,6 +43,7 @@ ROUNDS = [
     (7, "from round 6: mixture reopened 2100 -> 2400 steps, + ten_passage_naming at weight 0.4 (every knowledge-base "
         "creature named in the card's ten-passage layout, held-out ones included; no fact asked)",
      "87fa1b8", True),
+    (8, "from round 7: mixture reopened 2400 -> 2800 steps, the same recipe", str(CACHE / "round9_export"), False),
 ]
 
 
