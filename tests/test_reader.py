@@ -321,6 +321,8 @@ def test_bad_training_config_raises():
         ReaderTrainConfig(look_name_batch=-1)
     with pytest.raises(ValueError, match="learning rates"):
         ReaderTrainConfig(mixture_lr=0)
+    with pytest.raises(ValueError, match="vision_family_weight"):
+        ReaderTrainConfig(vision_family_weight=-1.0)
 
 
 @pytest.mark.slow
@@ -389,7 +391,7 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     back = dict(again.vlm.core.named_parameters())
     assert lora and all(torch.equal(p, back[n]) for n, p in lora.items())   # a finished run keeps its adapters
     with pytest.raises(ValueError, match="reopened"):
-        again.reopen("vision")
+        again.reopen("done")
     assert again.reopen("naming") and (again.state["stage"], again.state["step"], again.state["round"]) == ("naming", 2, 1)
     assert again.restart_step() == 2          # a reopened stage warms up again from where it resumes
     state = again.run(progress=False)
@@ -403,6 +405,27 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     third = Trainer(dataclasses.replace(config, naming_steps=4), run, world=world, base=tiny_base)
     assert third.reopen("naming") and (third.state["step"], third.state["round"]) == (3, 2)   # one more round
     assert third.restart_step() == 3
+    assert third.run(progress=False)["stage"] == "done"
+
+    # the tower goes back into training (fresh heads); the naming stage after it keeps the adapters
+    tower = dataclasses.replace(config, vision_steps=4, vision_family_weight=1.0)
+    fourth = Trainer(tower, run, world=world, base=tiny_base)
+    adapters = {n: p.detach().clone() for n, p in fourth.vlm.core.named_parameters() if "lora_" in n}
+    assert fourth.reopen("vision") and (fourth.state["stage"], fourth.state["step"], fourth.state["round"]) == ("vision", 2, 3)
+    fourth.run(max_minutes=0, progress=False)          # one tower step, then a checkpoint mid-stage
+    mid = Trainer(tower, run, world=world, base=tiny_base)    # resumes a vision stage that holds adapters
+    assert (mid.state["stage"], mid.state["step"]) == ("vision", 3)
+    state = mid.run(progress=False, until="vision")
+    assert (state["stage"], state["step"]) == ("naming", 0)
+    named = {n: p for n, p in mid.vlm.core.named_parameters() if "lora_" in n}
+    assert sorted(named) == sorted(adapters)            # not wrapped a second time
+    assert all(torch.equal(p, adapters[n]) for n, p in named.items())   # the tower's stage leaves them alone
+    last = Trainer(tower, run, world=world, base=tiny_base)
+    assert last.run(progress=False)["stage"] == "done"
+    fourth_round = [(c["stage"], c["step"]) for c in last.state["curves"] if c["round"] == 3]
+    assert fourth_round == [("vision", 2), ("vision", 3), ("naming", 0), ("naming", 1), ("mixture", 0), ("mixture", 1)]
+    with pytest.raises(ValueError, match="until"):
+        last.run(progress=False, until="done")
 
 
 @pytest.mark.slow

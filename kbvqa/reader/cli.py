@@ -3,9 +3,10 @@
 ``--set KEY=VALUE`` overrides any scalar knob of ``ReaderTrainConfig`` (``config_overrides``);
 ``--weight TASK=W`` changes one task's weight in the mixture (``weight_overrides``; relative weights,
 0 drops a task);
-``--reopen naming`` takes a run that is past its naming stage back into it for the extra steps a
-larger ``naming_steps`` gives (``Trainer.reopen``), after which the mixture runs again; a resumed
-call goes on where the last one stopped, with the knobs it is given (recorded in the run's state);
+``--reopen vision|naming|mixture`` takes a run that is past that stage back into it for the extra
+steps a larger ``<stage>_steps`` gives (``Trainer.reopen``), after which the later stages run again;
+``--until STAGE`` ends the call (with a checkpoint) once that stage is finished; a resumed call goes
+on where the last one stopped, with the knobs it is given (recorded in the run's state);
 ``--from-shipped`` starts an empty run folder from the shipped reader (``ship.seed_run``), so a new round
 can reopen a stage on a machine that never held the run.
 
@@ -62,7 +63,9 @@ def main(argv=None) -> None:
                         help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
     parser.add_argument("--weight", nargs="*", default=[], metavar="TASK=W",
                         help="change mixture weights, e.g. --weight creature_name=0.2")
-    parser.add_argument("--reopen", choices=("naming", "mixture"), default=None,
+    parser.add_argument("--until", choices=("vision", "naming", "mixture"), default=None,
+                        help="stop (with a checkpoint) once this stage is finished")
+    parser.add_argument("--reopen", choices=("vision", "naming", "mixture"), default=None,
                         help="train a finished stage longer (with a larger --set <stage>_steps)")
     parser.add_argument("--from-shipped", action="store_true",
                         help="an empty run folder starts from data/reader/ (then --reopen a stage)")
@@ -75,7 +78,7 @@ def main(argv=None) -> None:
     trainer = Trainer(config, run_dir)
     if args.reopen and trainer.reopen(args.reopen):
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
-    state = trainer.run(max_minutes=args.max_minutes)
+    state = trainer.run(max_minutes=args.max_minutes, until=args.until)
     if state["stage"] == "done" and args.export is not None:
         print(export(trainer, args.export))
 

@@ -56,6 +56,7 @@ class ReaderTrainConfig:
     vision_steps: int = 3000
     vision_batch: int = 64
     vision_lr: float = 1e-3
+    vision_family_weight: float = 0.5    # loss weight of the family (silhouette) head; creature 1, others 0.5
     # stage 2: LoRA + connector + tower on naming
     naming_steps: int = 400
     naming_batch: int = 16
@@ -85,6 +86,8 @@ class ReaderTrainConfig:
             raise ValueError(f"look_name_batch must be an int >= 0, got {self.look_name_batch!r}")
         if min(self.vision_lr, self.naming_lr, self.mixture_lr, self.checkpoint_minutes) <= 0:
             raise ValueError("learning rates and checkpoint_minutes must be positive")
+        if not self.vision_family_weight >= 0:
+            raise ValueError(f"vision_family_weight must be >= 0, got {self.vision_family_weight!r}")
         if self.rationale_order not in tasks.RATIONALE_ORDERS:
             raise ValueError(f"rationale_order must be one of {tasks.RATIONALE_ORDERS}, got {self.rationale_order!r}")
 
@@ -146,8 +149,8 @@ class Trainer:
             self.state.setdefault("config_changes", []).append(
                 {"stage": self.state["stage"], "step": self.state["step"], "before": self.state.get("config")})
             self.state["config"] = current
-        if self.state["stage"] in ("naming", "mixture", "done"):
-            self._wrap_lora()
+        if self.state["stage"] in ("naming", "mixture", "done") or any("lora_" in n for n in blob["tensors"]):
+            self._wrap_lora()                # (a reopened vision stage holds adapters too)
         core = dict(self.vlm.core.named_parameters())
         with torch.no_grad():
             for name, tensor in blob["tensors"].items():
@@ -203,7 +206,7 @@ class Trainer:
     def _next_stage(self) -> None:
         stage = STAGES[STAGES.index(self.state["stage"]) + 1]
         self.state.update(stage=stage, step=0)
-        if stage == "naming":
+        if stage == "naming" and not self._lora_parameters():     # a reopened tower keeps its adapters
             self._wrap_lora()
         self._setup_stage()
         self.save()
@@ -211,9 +214,11 @@ class Trainer:
     def reopen(self, stage: str) -> bool:
         """Train ``stage`` of a run past it longer (a warm restart, ``_set_lr``) from the step it ended
         on; later stages rerun from step 0 on fresh examples; points carry ``round`` 1, 2, ... Only when
-        ``<stage>_steps`` exceeds the stage's steps (a finished round's command trains nothing)."""
-        if stage not in ("naming", "mixture"):
-            raise ValueError(f"only 'naming' or 'mixture' can be reopened, got {stage!r}")
+        ``<stage>_steps`` exceeds the stage's steps (a finished round's command trains nothing).
+        A reopened ``vision`` stage trains the tower with fresh classifier heads (they are not kept
+        past the stage), then the naming stage rebinds the adapters to the changed tower."""
+        if stage not in STAGES[:-1]:
+            raise ValueError(f"only one of {STAGES[:-1]} can be reopened, got {stage!r}")
         s = self.state
         resume_at = 1 + max((p["step"] for p in s["curves"] if p["stage"] == stage), default=-1)
         if STAGES.index(s["stage"]) <= STAGES.index(stage) or resume_at >= getattr(self.config, f"{stage}_steps"):
@@ -254,7 +259,7 @@ class Trainer:
         labels = torch.from_numpy(bank.labels[idx]).to(self.device)
         states = self.vlm.core.model.vision_model(pixel_values=pixels).last_hidden_state
         logits = self.heads(states)
-        weights = (1.0, 0.5, 0.5, 0.5)
+        weights = (1.0, c.vision_family_weight, 0.5, 0.5)
         return sum(w * torch.nn.functional.cross_entropy(lg, labels[:, k])
                    for k, (w, lg) in enumerate(zip(weights, logits)))
 
@@ -280,7 +285,11 @@ class Trainer:
         return self.naming_step(rng) if stage == "naming" else self.mixture_step(stream, rng)
 
     # ------------------------------------------------------------------ the loop
-    def run(self, max_minutes: float | None = None, progress: bool = True) -> dict:
+    def run(self, max_minutes: float | None = None, progress: bool = True, until: str | None = None) -> dict:
+        """Train stage after stage until the run is done; ``max_minutes`` ends the call early (with a
+        checkpoint), ``until`` ends it (with a checkpoint) once that stage is finished."""
+        if until is not None and until not in STAGES[:-1]:
+            raise ValueError(f"until must be one of {STAGES[:-1]}, got {until!r}")
         from tqdm.auto import tqdm
 
         c, start = self.config, time.time()
@@ -325,6 +334,9 @@ class Trainer:
             if (last.get("stage"), last.get("step")) != (stage, self.state["step"]):
                 self.evaluate()                 # the stage's final check, unless it just ran
             self._next_stage()
+            if stage == until:
+                self.save()
+                return self.state
         return self.state
 
     def _due_eval(self, stage: str) -> bool:
