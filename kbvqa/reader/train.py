@@ -333,9 +333,8 @@ class Trainer:
             last = self.state["evals"][-1] if self.state["evals"] else {}
             if (last.get("stage"), last.get("step")) != (stage, self.state["step"]):
                 self.evaluate()                 # the stage's final check, unless it just ran
-            self._next_stage()
+            self._next_stage()                 # (saves the run)
             if stage == until:
-                self.save()
                 return self.state
         return self.state
 
