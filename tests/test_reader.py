@@ -670,6 +670,9 @@ def test_reader_rounds_record_the_shipped_card():
     from kbvqa.reader.card import KBVQA_TOKENS
 
     assert shipped[0]["answer_tokens"] == KBVQA_TOKENS["reag"]    # the shipped card is today's card
+    curves = json.loads((READER_DIR / "curves.json").read_text())  # the tower's last check, from the shipped curves
+    tower = [e["vision_entity_acc"] for e in curves["evals"] if e["stage"] == "vision"]
+    assert "tower_entity_acc" in rounds["derived_rows"] and shipped[0]["tower_entity_acc"] == tower[-1]
 
 
 def test_card_token_caps_cover_the_longest_test_target(smollm2_dir, world):

@@ -23,6 +23,8 @@ LOOK_ROWS = {"look_right_its_name": "look right, its name", "look_right_another_
 # share of ten-passage rationales that name the pictured creature, per InfoSeek split kind
 # (kbvqa.reader.diagnose.named_right_by_split): creatures with training questions / held-out ones
 SPLIT_ROWS = {"named_among_ten_unseen_question": "unseen_question", "named_among_ten_unseen_entity": "unseen_entity"}
+# the vision tower's own classifier on test views at the end of its last vision stage (the run's curves)
+TOWER_ROW = "tower_entity_acc"
 CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
 # (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
 ROUNDS = [
@@ -44,6 +46,9 @@ ROUNDS = [
         "creature named in the card's ten-passage layout, held-out ones included; no fact asked)",
      "87fa1b8", True),
     (8, "from round 7: mixture reopened 2400 -> 2800 steps, the same recipe", str(CACHE / "round9_export"), False),
+    (9, "from round 7: naming reopened 1200 -> 2000 steps, then the tower reopened 3000 -> 6000 steps on 480 views "
+        "per creature with the family head weighted as the creature's (vision_family_weight 1.0), naming 600 steps "
+        "on the changed tower, the mixture again for 600 steps", str(CACHE / "round10_export"), False),
 ]
 
 
@@ -62,10 +67,21 @@ def answer_cap(card: dict) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def load_card(source: str) -> dict:
+def load_card(source: str, name: str = "card.json") -> dict:
     if Path(source).is_dir():
-        return json.loads((Path(source) / "card.json").read_text())
-    return json.loads(subprocess.check_output(["git", "show", f"{source}:data/reader/card.json"], cwd=ROOT))
+        return json.loads((Path(source) / name).read_text())
+    return json.loads(subprocess.check_output(["git", "show", f"{source}:data/reader/{name}"], cwd=ROOT))
+
+
+def tower_entity_acc(source: str) -> float | None:
+    """The tower's ``vision_entity_acc`` quick check (creature from a test view, its own classifier
+    head) at the last step of the vision stage, from the round's ``curves.json``; None if unrecorded."""
+    try:
+        curves = load_card(source, "curves.json")
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return None
+    checks = [e for e in curves.get("evals", []) if e["stage"] == "vision" and "vision_entity_acc" in e]
+    return checks[-1]["vision_entity_acc"] if checks else None
 
 
 def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
@@ -77,7 +93,8 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
                             else f"data/reader/card.json at {source}"),
             "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
             "answer_tokens": answer_cap(card),
-            **{k: ev.get(k) for k in ROWS}, **look_shares(ev), **split_shares(ev)}  # None: not measured
+            **{k: ev.get(k) for k in ROWS}, **look_shares(ev), **split_shares(ev),  # None: not measured
+            TOWER_ROW: tower_entity_acc(source)}
 
 
 def look_shares(evaluation: dict) -> dict:
@@ -117,7 +134,8 @@ def main() -> None:
     rounds = [entry_or_recorded(*r, recorded) for r in ROUNDS]
     provenance = {"commit": commit, "date": datetime.now(UTC).isoformat(timespec="seconds"),
                   "command": "python -m tools.reader_rounds"}
-    OUT.write_text(json.dumps({"provenance": provenance, "rows": list(ROWS), "derived_rows": [*LOOK_ROWS, *SPLIT_ROWS],
+    derived = [*LOOK_ROWS, *SPLIT_ROWS, TOWER_ROW]
+    OUT.write_text(json.dumps({"provenance": provenance, "rows": list(ROWS), "derived_rows": derived,
                                "rounds": rounds}, indent=1) + "\n")
     print(f"{OUT}: {len(rounds)} rounds")
 
