@@ -1,22 +1,19 @@
 """Training the reader in three resumable stages (``make reader``; ``python -m kbvqa.reader.cli``).
 
-1. ``vision``: the vision tower alone, as a classifier of fresh views (``tasks.ViewBank``): heads
-   for the creature, its family, colour and pattern on the mean-pooled patch states. No language
-   model is involved, so thousands of images a minute go through on two cores.
-2. ``naming``: LoRA adapters on every linear layer of SmolLM2, the connector and the tower (at a
-   tenth of the rate) on "Which creature is this?" -> "The image shows the <name>, a <family> with
-   <colour> <pattern>." for pictures of every knowledge-base creature. Why LoRA already here: with
-   the language model frozen (LLaVA's stage-1 recipe) neither the connector alone (0 % named after
-   120 steps of 16) nor regressing image tokens onto the name's embeddings (0 % after 900 steps)
-   taught SmolLM2 an *invented* name; with LoRA the names came within 150 steps.
-3. ``mixture``: the same adapters and the connector on the reader's task mixture
-   (``tasks.READER_WEIGHTS``), answer-only loss (``tiny.train_loss``), rationales in ``rationale_order``.
+1. ``vision``: the vision tower alone, a classifier of fresh views (``tasks.ViewBank``): creature,
+   family, colour and pattern heads on the mean patch state; no language model, so thousands of
+   images a minute go through on two cores.
+2. ``naming``: LoRA on every linear layer of SmolLM2, the connector and the tower (a tenth of the
+   rate) on "Which creature is this?" -> "The image shows the <name>, a <family> with <colour>
+   <pattern>." Why LoRA already here: with the LM frozen (LLaVA's stage 1) neither the connector
+   alone (0 % named after 120 steps of 16) nor regressing image tokens onto the name's embeddings
+   (0 % after 900 steps) taught SmolLM2 an *invented* name; with LoRA they came within 150 steps.
+3. ``mixture``: the same adapters and connector on the task mixture (``tasks.READER_WEIGHTS``),
+   answer-only loss (``tiny.train_loss``), rationales in ``rationale_order``.
 
-Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors by name, optimiser,
-stage, step, curves) atomically into its run folder (default: ``reader_cache_dir()/run``), and a
-new call resumes from it; ``--max-minutes`` ends a call after that long (a chunk), ``ship.export``
-writes what ``data/reader/`` ships. ``ReaderTrainConfig`` (commented) holds every knob.
-
+Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors, optimiser, stage, step,
+curves) atomically into its run folder (``reader_cache_dir()/run``) and a new call resumes from it;
+``--max-minutes`` ends a call after that long, ``ship.export`` writes what ``data/reader/`` ships.
 Leaves out: the architecture (``build.py``), shipping and loading (``ship.py``), the card (``card.py``).
 """
 from __future__ import annotations
@@ -321,8 +318,8 @@ class Trainer:
                 self._log(loss.item(), time.time() - t0)
                 self.state["step"] += 1
                 bar.update(1)
-                if self._due_eval(stage):
-                    self.evaluate()
+                if self.state["step"] % {"vision": 500, "naming": 50, "mixture": c.eval_every}[stage] == 0:
+                    self.evaluate()                # a quick check every 500 / 50 / eval_every steps
                 if time.time() - self._last_save > 60 * c.checkpoint_minutes:
                     self.save()
                 if max_minutes is not None and time.time() - start > 60 * max_minutes:
@@ -337,10 +334,6 @@ class Trainer:
             if stage == until:
                 return self.state
         return self.state
-
-    def _due_eval(self, stage: str) -> bool:
-        every = {"vision": 500, "naming": 50, "mixture": self.config.eval_every}[stage]
-        return self.state["step"] % every == 0
 
     @torch.no_grad()
     def evaluate(self) -> dict:
