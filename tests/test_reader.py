@@ -380,6 +380,23 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     assert twin.reopen("mixture") and (twin.state["stage"], twin.state["step"]) == ("mixture", 2)
     assert twin.run(progress=False)["stage"] == "done"
     assert [c["step"] for c in twin.state["curves"] if c["round"] == twin.state["round"]] == [2]
+    # a run paused by --until at the mixture's start carries over as an export too (another session)...
+    paused = Trainer(config, tmp_path / "paused", world=world, base=tiny_base)
+    assert (paused.run(progress=False, until="naming")["stage"], paused.state["step"]) == ("mixture", 0)
+    export(paused, tmp_path / "paused_export")
+    reader_ship.seed_run(tmp_path / "carried", tmp_path / "paused_export")
+    carried = Trainer(config, tmp_path / "carried", world=world, base=tiny_base)
+    assert (carried.state["stage"], carried.state["step"], carried.optimizer is not None) == ("mixture", 0, True)
+    assert carried.run(progress=False)["stage"] == paused.run(progress=False)["stage"] == "done"
+    here = dict(paused.vlm.core.named_parameters())
+    for name, p in carried.vlm.core.named_parameters():
+        if "lora_" in name or ".connector." in f".{name}":
+            assert torch.allclose(p, here[name], atol=2e-2, rtol=2e-2), name
+    assert [c["step"] for c in carried.state["curves"]] == [c["step"] for c in paused.state["curves"]]
+    # ...but not one stopped inside a stage, whose optimiser moments an export does not hold
+    export(trainer, tmp_path / "mid_stage")
+    with pytest.raises(ValueError, match="paused at a stage's start"):
+        reader_ship.seed_run(tmp_path / "mid_seeded", tmp_path / "mid_stage")
     shutil.rmtree(out)
     with pytest.raises(FileNotFoundError, match="make reader"):
         load_reader(out)
