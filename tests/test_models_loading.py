@@ -236,6 +236,21 @@ def test_half_precision_follows_native_bf16_not_emulation(monkeypatch, capabilit
     assert resolve_dtype("float16", cuda) == torch.float16
 
 
+@pytest.mark.parametrize("device, avx512_bf16, amx, capability, expected",
+                         [("cpu", False, False, None, False), ("cpu", True, False, None, True),
+                          ("cpu", False, True, None, True), ("cuda", True, True, (7, 5), False),
+                          ("cuda", False, False, (8, 0), True)])
+def test_training_autocasts_bf16_only_where_the_hardware_computes_it(monkeypatch, device, avx512_bf16, amx,
+                                                                    capability, expected):
+    """An AVX2 CPU emulates bfloat16 matmuls (~100x slower than float32): the reader trains in float32 there."""
+    from kbvqa.models.loading import computes_bf16
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert computes_bf16(torch.device(device)) is expected
+
+
 def test_checkpoint_override_points_roles_at_local_folders(monkeypatch, tmp_path):
     """KBVQA_CHECKPOINTS: a machine without the hub points roles at local folders; others keep hub ids."""
     import json

@@ -380,23 +380,33 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     assert twin.reopen("mixture") and (twin.state["stage"], twin.state["step"]) == ("mixture", 2)
     assert twin.run(progress=False)["stage"] == "done"
     assert [c["step"] for c in twin.state["curves"] if c["round"] == twin.state["round"]] == [2]
-    # a run paused by --until at the mixture's start carries over as an export too (another session)...
+    # a run stopped on the way carries over as an export (another session, another machine): at a stage's start...
     paused = Trainer(config, tmp_path / "paused", world=world, base=tiny_base)
     assert (paused.run(progress=False, until="naming")["stage"], paused.state["step"]) == ("mixture", 0)
-    export(paused, tmp_path / "paused_export")
-    reader_ship.seed_run(tmp_path / "carried", tmp_path / "paused_export")
+    export(paused, tmp_path / "at_start")
+    reader_ship.seed_run(tmp_path / "carried", tmp_path / "at_start")
     carried = Trainer(config, tmp_path / "carried", world=world, base=tiny_base)
-    assert (carried.state["stage"], carried.state["step"], carried.optimizer is not None) == ("mixture", 0, True)
-    assert carried.run(progress=False)["stage"] == paused.run(progress=False)["stage"] == "done"
+    assert (carried.state["stage"], carried.state["step"]) == ("mixture", 0) and "fresh_moments" not in carried.state
+    # ...and inside a stage, where fresh AdamW moments ramp back into the schedule over warmup_steps
+    paused.run(progress=False, max_minutes=0)                  # one mixture step
+    export(paused, tmp_path / "inside")
+    reader_ship.seed_run(tmp_path / "carried_inside", tmp_path / "inside")
+    inside = Trainer(config, tmp_path / "carried_inside", world=world, base=tiny_base)
+    assert inside.state["fresh_moments"] == [{"stage": "mixture", "round": 0, "step": 1}]
+    inside._set_lr(config.mixture_steps)
+    scheduled = lr_at(1, config.mixture_steps, config.mixture_lr, config.warmup_steps)
+    assert inside.optimizer.param_groups[0]["lr"] == pytest.approx(scheduled / config.warmup_steps)
+    for run_ in (carried, inside, paused):
+        assert run_.run(progress=False)["stage"] == "done"
     here = dict(paused.vlm.core.named_parameters())
-    for name, p in carried.vlm.core.named_parameters():
+    for name, p in carried.vlm.core.named_parameters():     # carried from the stage's start: as if in place
         if "lora_" in name or ".connector." in f".{name}":
             assert torch.allclose(p, here[name], atol=2e-2, rtol=2e-2), name
-    assert [c["step"] for c in carried.state["curves"]] == [c["step"] for c in paused.state["curves"]]
-    # ...but not one stopped inside a stage, whose optimiser moments an export does not hold
-    export(trainer, tmp_path / "mid_stage")
-    with pytest.raises(ValueError, match="paused at a stage's start"):
-        reader_ship.seed_run(tmp_path / "mid_seeded", tmp_path / "mid_stage")
+    assert [c["step"] for c in inside.state["curves"]] == [c["step"] for c in paused.state["curves"]]
+    # ...but not inside the vision stage, whose classifier heads an export does not hold
+    export(trainer, tmp_path / "mid_vision")
+    with pytest.raises(ValueError, match="inside the vision stage"):
+        reader_ship.seed_run(tmp_path / "mid_seeded", tmp_path / "mid_vision")
     shutil.rmtree(out)
     with pytest.raises(FileNotFoundError, match="make reader"):
         load_reader(out)

@@ -98,6 +98,17 @@ def native_bf16(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
 
 
+def computes_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 matmuls in hardware: a CUDA device of compute capability
+    >= 8.0, or a CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them; on an AVX2 core a
+    1024x576 @ 576x1536 product took 1.5 s in bfloat16 against 0.015 s in float32, so training there
+    autocasts nothing (``kbvqa.reader.train``)."""
+    if device.type == "cuda":
+        return native_bf16(device)
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return device.type == "cpu" and any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
 def half_dtype(device: torch.device):
     """The 16-bit dtype to compute in on ``device``: bfloat16 where native, else float16."""
     return torch.bfloat16 if native_bf16(device) else torch.float16

@@ -8,8 +8,9 @@ steps a larger ``<stage>_steps`` gives (``Trainer.reopen``), after which the lat
 ``--until STAGE`` ends the call (with a checkpoint) once that stage is finished; a resumed call goes
 on where the last one stopped, with the knobs it is given (recorded in the run's state);
 ``--from-shipped`` starts an empty run folder from the shipped reader (``ship.seed_run``), so a new round
-can reopen a stage on a machine that never held the run; ``--from FOLDER`` starts it from another export,
-e.g. one that ``--until STAGE --export FOLDER`` wrote of a run paused at the next stage's start.
+can reopen a stage on a machine that never held the run; ``--carry FOLDER`` writes the run (tensors and
+history, no optimiser) when a call ends, done or not, and ``--from FOLDER`` starts an empty run folder
+from it: a run goes on in another session or on another machine (``ship.seed_run`` says what is lost).
 
 Leaves out: the stages themselves (``train.py``), shipping (``ship.py``).
 """
@@ -19,9 +20,10 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from kbvqa.reader.base import reader_cache_dir
 from kbvqa.reader.ship import READER_DIR, export, seed_run
 from kbvqa.reader.tasks import READER_TASKS, READER_WEIGHTS
-from kbvqa.reader.train import ReaderTrainConfig, Trainer, default_run_dir
+from kbvqa.reader.train import ReaderTrainConfig, Trainer
 
 
 def config_overrides(pairs) -> dict:
@@ -59,8 +61,9 @@ def main(argv=None) -> None:
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
-    parser.add_argument("--export", type=Path, default=None,
-                        help="when done (or paused by --until), write the reader's files here")
+    parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
+    parser.add_argument("--carry", type=Path, default=None,
+                        help="when this call ends, done or not, write the run here (for --from in another session)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="override ReaderTrainConfig knobs, e.g. --set naming_steps=2000 mixture_batch=16")
     parser.add_argument("--weight", nargs="*", default=[], metavar="TASK=W",
@@ -72,9 +75,9 @@ def main(argv=None) -> None:
     parser.add_argument("--from-shipped", action="store_true",
                         help="an empty run folder starts from data/reader/ (then --reopen a stage)")
     parser.add_argument("--from", dest="source", type=Path, default=None,
-                        help="an empty run folder starts from this export (finished, or paused by --until)")
+                        help="an empty run folder starts from this export (a --carry folder, or shipped)")
     args = parser.parse_args(argv)
-    run_dir = args.run_dir or default_run_dir()
+    run_dir = args.run_dir or reader_cache_dir() / "run"
     source = args.source or (READER_DIR if args.from_shipped else None)
     if source is not None and not (run_dir / "state.pt").exists():
         print(f"seeded {seed_run(run_dir, source)} from {source}")
@@ -84,8 +87,10 @@ def main(argv=None) -> None:
     if args.reopen and trainer.reopen(args.reopen):
         print(f"reopened the {args.reopen} stage at step {trainer.state['step']} (round {trainer.state['round']})")
     state = trainer.run(max_minutes=args.max_minutes, until=args.until)
-    if args.export is not None and (state["stage"] == "done" or (args.until and state["step"] == 0)):
+    if state["stage"] == "done" and args.export is not None:
         print(export(trainer, args.export))
+    if args.carry is not None:
+        print(f"carried: {export(trainer, args.carry)} (stage {state['stage']}, step {state['step']})")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def _split(core) -> tuple[dict, dict, torch.Tensor]:
 
 def export(trainer, out_dir=READER_DIR) -> Path:
     """Write the shipped files of a run into ``out_dir`` (the card is written by ``card``): a finished
-    run, or one paused at a stage's start, which ``seed_run`` continues elsewhere."""
+    run, or one stopped on the way, which ``seed_run`` continues elsewhere."""
     from safetensors.torch import save_file
 
     out = Path(out_dir)
@@ -85,11 +85,13 @@ def reader_fingerprint(path=READER_DIR) -> str:
 
 
 def seed_run(run_dir, path=READER_DIR) -> Path:
-    """Write ``run_dir/state.pt`` from an exported reader (the shipped one by default): its trainable
-    tensors (the LoRA adapters come back from bfloat16), the history in ``curves.json`` and no optimiser.
-    The export holds a finished run (a reopened stage starts fresh AdamW moments with a warm-up anyway)
-    or one that ``--until`` paused at a stage's first step (whose optimiser has taken no step yet), so
-    a round can go on on another machine or in another session. Refuses to overwrite an existing run."""
+    """Write ``run_dir/state.pt`` from an exported run (the shipped reader by default): its trainable
+    tensors (the LoRA adapters come back from bfloat16), the history in ``curves.json`` and no optimiser,
+    so a run goes on on another machine or in another session (``cli --carry`` / ``--from``). A finished
+    run, or one paused at a stage's start, loses nothing (a stage starts fresh AdamW moments anyway);
+    one stopped inside the naming or mixture stage goes on with fresh moments, which ``Trainer._set_lr``
+    ramps in over ``warmup_steps`` (recorded in ``fresh_moments``). Inside the vision stage the
+    classifier heads, which are not exported, would restart too: refused. Never overwrites a run."""
     from safetensors.torch import load_file
 
     run_dir = Path(run_dir)
@@ -97,9 +99,12 @@ def seed_run(run_dir, path=READER_DIR) -> Path:
         raise FileExistsError(f"{run_dir} already holds a run; seed_run only starts a new run folder")
     path = Path(path)
     state = json.loads((path / "curves.json").read_text())
-    if state.get("stage") != "done" and state.get("step") != 0:
-        raise ValueError(f"{path} holds a run in stage {state.get('stage')!r} at step {state.get('step')}: only "
-                         "a finished run or one paused at a stage's start carries over without its optimiser")
+    stage, here = state.get("stage"), (state.get("stage"), state.get("round", 0))
+    if stage != "done" and any((p["stage"], p.get("round", 0)) == here for p in state.get("curves", [])):
+        if stage == "vision":
+            raise ValueError(f"{path} stopped inside the vision stage (step {state.get('step')}), whose heads are "
+                             "not exported: carry a run paused at the stage's end (--until vision)")
+        state.setdefault("fresh_moments", []).append({"stage": stage, "round": here[1], "step": state["step"]})
     tensors = {**load_file(str(path / "vision.safetensors")), **load_file(str(path / "adapter.safetensors"))}
     tensors = {name: t.float() for name, t in tensors.items()}
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,19 +1,18 @@
 """Training the reader in three resumable stages (``make reader``; ``python -m kbvqa.reader.cli``).
 
-1. ``vision``: the vision tower alone, a classifier of fresh views (``tasks.ViewBank``): creature,
-   family, colour and pattern heads on the mean patch state; no language model, so thousands of
-   images a minute go through on two cores.
-2. ``naming``: LoRA on every linear layer of SmolLM2, the connector and the tower (a tenth of the
-   rate) on "Which creature is this?" -> "The image shows the <name>, a <family> with <colour>
-   <pattern>." Why LoRA already here: with the LM frozen (LLaVA's stage 1) neither the connector
-   alone (0 % named after 120 steps of 16) nor regressing image tokens onto the name's embeddings
-   (0 % after 900 steps) taught SmolLM2 an *invented* name; with LoRA they came within 150 steps.
+1. ``vision``: the vision tower alone, a classifier of fresh views (``tasks.ViewBank``): creature, family,
+   colour and pattern heads on the mean patch state; no language model, so thousands of images a minute.
+2. ``naming``: LoRA on every linear layer of SmolLM2, the connector and the tower (a tenth of the rate) on
+   "Which creature is this?" -> "The image shows the <name>, a <family> with <colour> <pattern>." Why LoRA
+   already here: with the LM frozen (LLaVA's stage 1) neither the connector alone (0 % named after 120 steps
+   of 16) nor image tokens regressed onto the name's embeddings (0 % after 900) taught SmolLM2 an *invented*
+   name; with LoRA it came within 150 steps.
 3. ``mixture``: the same adapters and connector on the task mixture (``tasks.READER_WEIGHTS``),
    answer-only loss (``tiny.train_loss``), rationales in ``rationale_order``.
 
-Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable tensors, optimiser, stage, step,
-curves) atomically into its run folder (``reader_cache_dir()/run``) and a new call resumes from it;
-``--max-minutes`` ends a call after that long, ``ship.export`` writes what ``data/reader/`` ships.
+Stages 2 and 3 autocast to bfloat16 only where the hardware computes it (``computes_bf16``; each call
+records its choice in ``autocast_bf16``). Every ``checkpoint_minutes`` the run writes ``state.pt`` (trainable
+tensors, optimiser, stage, step, curves) atomically into ``reader_cache_dir()/run``; a new call resumes it.
 Leaves out: the architecture (``build.py``), shipping and loading (``ship.py``), the card (``card.py``).
 """
 from __future__ import annotations
@@ -30,10 +29,9 @@ import torch
 
 from kbvqa.config import progress_enabled
 from kbvqa.data import get_world
-from kbvqa.models.loading import resolve_device
+from kbvqa.models.loading import computes_bf16, resolve_device
 from kbvqa.models.tiny import train_loss
 from kbvqa.reader import tasks
-from kbvqa.reader.base import reader_cache_dir
 from kbvqa.reader.build import ReaderConfig, VisionHeads, build_reader
 from kbvqa.reader.card import quick_checks
 
@@ -46,7 +44,7 @@ class ReaderTrainConfig:
     seed: int = 0                        # model init, view bank, example stream, batch order
     world_seed: int = 0                  # the toy world
     threads: int = 2                     # torch threads (the machines have 2 cores)
-    device: str | None = None            # None: CUDA when present (bf16 autocast there too), else CPU
+    device: str | None = None            # None: CUDA when present, else CPU (bf16 autocast where native)
     image_size: int = 112                # see build.ReaderConfig
     # stage 1: vision tower as a classifier
     views_per_entity: int = 160          # fresh renders per creature (+ its page picture)
@@ -97,10 +95,6 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def default_run_dir() -> Path:
-    return reader_cache_dir() / "run"
-
-
 class Trainer:
     """Holds the reader, the stage's optimiser and the curves; one ``run`` goes stage to stage."""
 
@@ -111,6 +105,7 @@ class Trainer:
         self.world = world or get_world(config.world_seed)
         self.vlm = build_reader(ReaderConfig(image_size=config.image_size), seed=config.seed, base=base)
         self.device = resolve_device(config.device)
+        self.bf16 = computes_bf16(self.device)     # bf16 autocast where the hardware computes it, else float32
         self.vlm.model.to(self.device)
         self.state = {"stage": "vision", "step": 0, "curves": [], "evals": [], "wall_s": 0.0,
                       "config": asdict(config)}
@@ -238,10 +233,14 @@ class Trainer:
 
     def _set_lr(self, total: int) -> None:
         """``lr_at`` from the stage's (re)start: a reopened stage warms up again, since fresh AdamW moments
-        at a near-peak rate move every trained weight by about the rate, whatever its gradient."""
-        start = self.restart_step()
+        at a near-peak rate move every trained weight by about the rate, whatever its gradient; a run
+        carried on inside a stage with fresh moments (``ship.seed_run``) ramps back into the schedule."""
+        s, start, warmup = self.state, self.restart_step(), self.config.warmup_steps
+        here = (s["stage"], s.get("round", 0))
+        fresh = [f["step"] for f in s.get("fresh_moments", []) if (f["stage"], f["round"]) == here]
+        ramp = min(1.0, (s["step"] - fresh[-1] + 1) / warmup) if fresh else 1.0
         for g in self.optimizer.param_groups:
-            g["lr"] = lr_at(self.state["step"] - start, total - start, g["peak"], self.config.warmup_steps)
+            g["lr"] = ramp * lr_at(s["step"] - start, total - start, g["peak"], warmup)
 
     def _log(self, loss: float, seconds: float, **extra) -> None:
         s = self.state
@@ -289,7 +288,8 @@ class Trainer:
             raise ValueError(f"until must be one of {STAGES[:-1]}, got {until!r}")
         from tqdm.auto import tqdm
 
-        c, start = self.config, time.time()
+        c, start, s = self.config, time.time(), self.state
+        s.setdefault("autocast_bf16", []).append({"stage": s["stage"], "step": s["step"], "on": self.bf16})
         if self.optimizer is None and self.state["stage"] != "done":
             self._setup_stage()
         while self.state["stage"] != "done":
@@ -307,7 +307,7 @@ class Trainer:
                 t0 = time.time()
                 rng = random.Random(f"reader-batch:{c.seed}:{stage}:{self.state['step']}")
                 self._set_lr(total)
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=stage != "vision"):
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=stage != "vision" and self.bf16):
                     loss = self.loss(stage, rng, stream)
                 loss.backward()
                 params = [p for g in self.optimizer.param_groups for p in g["params"]]
