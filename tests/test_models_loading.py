@@ -222,6 +222,27 @@ def test_load_vlm_reader_role(monkeypatch):
     assert calls["hub"] == ("HuggingFaceTB/SmolVLM-256M-Instruct", {"device": "cuda"})
 
 
+def test_role_model_names_the_weights_load_vlm_gives_without_loading_them(monkeypatch):
+    """A run that loads its models itself records them in its provenance by ``role_model``: the same
+    string ``model_fingerprint`` gives of the loaded model, in each profile."""
+    from kbvqa.config import Profile
+    from kbvqa.experiments.runs import model_fingerprint, provenance
+    from kbvqa.models import checkpoints
+    from kbvqa.models.tiny import load_tiny_vlm, tiny_fingerprint
+    from kbvqa.reader import reader_fingerprint
+
+    cpu, gpu = Profile("cpu", "cpu", 1.0, 10), Profile("gpu", "cuda", 4.0, 10)
+    assert checkpoints.role_model("generator", cpu) == tiny_fingerprint() == model_fingerprint(load_tiny_vlm())
+    assert checkpoints.role_model("reader", cpu) == f"reader:{reader_fingerprint()}"
+    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "generator"}))
+    assert checkpoints.role_model("generator", cpu) == f"reader:{reader_fingerprint()}"
+    assert checkpoints.role_model("judge", gpu) == checkpoints.gpu_checkpoint("judge")
+    with pytest.raises(ValueError, match="unknown model role"):
+        checkpoints.role_model("oracle", cpu)
+    assert provenance(0, model="reader:abc")["model"] == "reader:abc"
+    assert provenance(0)["model"] == tiny_fingerprint()
+
+
 @pytest.mark.parametrize("capability, expected", [((7, 5), torch.float16), ((8, 0), torch.bfloat16),
                                                   ((9, 0), torch.bfloat16)])
 def test_half_precision_follows_native_bf16_not_emulation(monkeypatch, capability, expected):

@@ -335,4 +335,4 @@ def test_committed_results_agree_with_their_kb_file():
     assert len(records) == results["pairs"] and load_reasoning_kb_config(RESULTS_DIR / "kb.jsonl")
     assert summarize_build(records) == pytest.approx(results["build"])
     assert all(0 <= v["accuracy"] <= 1 for v in results["accuracy"].values())
-    assert {"commit", "date", "weights_sha256", "command"} <= set(results["provenance"])
+    assert {"commit", "date", "model", "command"} <= set(results["provenance"])

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import hashlib
 import json
 import platform
 import subprocess
@@ -81,15 +80,14 @@ def git_commit(dirty_paths=()) -> str:
 def model_fingerprint(vlm=None) -> str:
     """Which model made a run: ``reader:<fingerprint>`` for the shipped reader (``load_reader``
     sets it), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
+    from kbvqa.models.tiny import tiny_fingerprint
+
     if getattr(vlm, "fingerprint", None):
         return f"reader:{vlm.fingerprint}"
-    weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
     name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
     if name and "tiny_vlm" not in str(name):
         return str(name)
-    if not weights.exists():
-        return "unknown"
-    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+    return tiny_fingerprint()
 
 
 def same_model(vlm, provenance: dict) -> bool:
@@ -121,14 +119,16 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
     return {path: m for path, m in models.items() if m.startswith("reader:") and m != f"reader:{fingerprint}"}
 
 
-def provenance(seed: int, vlm=None, **extra) -> dict:
+def provenance(seed: int, vlm=None, model: str | None = None, **extra) -> dict:
+    """Commit, seed, date, machine and ``model``: the given name (``kbvqa.models.role_model``, for a
+    run that loads its models itself) or ``model_fingerprint(vlm)``."""
     import torch
 
     return {"git_commit": git_commit(), "seed": seed,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "python": platform.python_version(),
                         "torch": torch.__version__, "threads": torch.get_num_threads()},
-            "model": model_fingerprint(vlm), **extra}
+            "model": model or model_fingerprint(vlm), **extra}
 
 
 def read_run(path: Path) -> tuple[dict | None, list[dict]]:

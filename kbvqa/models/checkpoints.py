@@ -16,9 +16,9 @@ Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loadi
 from __future__ import annotations
 
 from kbvqa.config import get_profile
-from kbvqa.models.tiny import load_tiny_vlm
+from kbvqa.models.tiny import load_tiny_vlm, tiny_fingerprint
 from kbvqa.models.vlm import VLM
-from kbvqa.reader.ship import load_reader
+from kbvqa.reader.ship import load_reader, reader_fingerprint
 
 GPU_CHECKPOINTS = {
     "reader": "HuggingFaceTB/SmolVLM-256M-Instruct",   # the cpu reader's family at full size (chapter 01)
@@ -42,6 +42,10 @@ PAPER_MODELS = {
     "rl_policy_large": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
 }
 
+
+# The roles the shipped reader plays in the cpu profile; every other role loads the tiny checkpoint
+# until its part's experiments are re-run on the reader (issue #18 moves them part by part).
+CPU_READER_ROLES = frozenset({"reader"})
 
 OVERRIDE_VARIABLE = "KBVQA_CHECKPOINTS"
 
@@ -86,15 +90,26 @@ def gpu_checkpoint(role: str) -> str:
 
 def load_vlm(role: str = "generator", profile=None, **kwargs):
     """The model a chapter uses for ``role`` in the active profile. In the cpu profile: the shipped
-    reader (``kbvqa.reader``: SmolLM2-135M-Instruct + our vision tower) for ``role="reader"``, the
-    shipped tiny checkpoint for every other role (chapters fine-tune copies; they move to the reader
-    as their experiments are re-run on it). In the gpu profile: the hub checkpoint of
+    reader (``kbvqa.reader``: SmolLM2-135M-Instruct + our vision tower) for the roles in
+    ``CPU_READER_ROLES``, the shipped tiny checkpoint for every other role (chapters fine-tune copies;
+    they move to the reader as their experiments are re-run on it). In the gpu profile: the hub checkpoint of
     ``gpu_checkpoint(role)`` on the profile's device. This is the one place where the profile decides
     which weights a notebook gets."""
     gpu_checkpoint(role)  # validates the role in both profiles
     profile = profile or get_profile()
     if profile.is_gpu:
         return VLM.from_pretrained(gpu_checkpoint(role), device=profile.device, **kwargs)
-    if role == "reader":
+    if role in CPU_READER_ROLES:
         return load_reader(**kwargs)
     return load_tiny_vlm(**kwargs)
+
+
+def role_model(role: str, profile=None) -> str:
+    """The weights ``load_vlm(role)`` gives in ``profile``, named without loading them as a run's
+    provenance names its model (``kbvqa.experiments.runs.model_fingerprint`` of the loaded one):
+    ``reader:<fingerprint>``, ``tiny_vlm:<sha256 prefix>`` or the gpu checkpoint's id."""
+    gpu_checkpoint(role)
+    profile = profile or get_profile()
+    if profile.is_gpu:
+        return gpu_checkpoint(role)
+    return f"reader:{reader_fingerprint()}" if role in CPU_READER_ROLES else tiny_fingerprint()

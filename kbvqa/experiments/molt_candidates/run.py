@@ -35,7 +35,8 @@ def run(seed: int = 0, k: int = 20, every: int = 1) -> dict:
             "gold_ranks": {"query_ids": [q.id for q in queries], **gold_ranks(queries, sets)},
             "config": {"k": k, "n": k, "extractor": "oracle", "encoders": "cpu (toy)", "image_px": 56,
                        "split": "kbvqa_test", "every": every, "queries": len(queries)},
-            "provenance": provenance(seed, None, wall_seconds=round(time.perf_counter() - start, 1),
+            "provenance": provenance(seed, model="none (toy encoders, oracle extractor)",
+                                     wall_seconds=round(time.perf_counter() - start, 1),
                                      command=f"python -m kbvqa.experiments.molt_candidates --k {k} --every {every}")}
 
 

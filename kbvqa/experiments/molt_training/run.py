@@ -19,7 +19,7 @@ from dataclasses import asdict
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance
-from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
 from kbvqa.molt.experiment import (
     ERRORS,
@@ -113,7 +113,8 @@ def main(argv=None) -> dict:
     records, log = run_experiment(config)
     command = "python -m kbvqa.experiments.molt_training " + " ".join(argv if argv is not None else sys.argv[1:])
     results = summarise(records, config=asdict(config), training=log,
-                        provenance=provenance(args.seed, None, wall_seconds=round(time.perf_counter() - t0, 1),
+                        provenance=provenance(args.seed, model=role_model("judge"),
+                                              wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
     write_results(results, records, args.out)
     print_table(results)

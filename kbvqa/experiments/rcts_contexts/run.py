@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import math
 import time
@@ -19,11 +18,10 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from kbvqa.config import DATA_DIR, get_profile, seed_everything
+from kbvqa.config import get_profile, seed_everything
 from kbvqa.data import TOYWORLD_VERSION, get_world
-from kbvqa.experiments.runs import git_commit
+from kbvqa.experiments.runs import git_commit, model_fingerprint
 from kbvqa.models import load_vlm
-from kbvqa.models.checkpoints import gpu_checkpoint
 from kbvqa.rcts.context_kb import (
     RESULTS_DIR,
     answer_letters,
@@ -37,13 +35,6 @@ from kbvqa.rcts.contexts import ReasoningContextConfig, build_reasoning_kb
 
 SOURCES = ("no context", "first candidate (no check)", "chosen by self-consistency",
            "oracle (toy worked solution)")
-
-
-def _weights_sha256(profile) -> str:
-    if profile.is_gpu:
-        return f"hub:{gpu_checkpoint('reasoner')}"
-    digest = hashlib.sha256((DATA_DIR / "tiny_vlm" / "model.safetensors").read_bytes())
-    return digest.hexdigest()
 
 
 def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int = 1,
@@ -67,7 +58,7 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
     n = len(pairs)
     results = {
         "provenance": {"commit": git_commit(), "date": datetime.datetime.now(datetime.UTC).isoformat(
-            timespec="seconds"), "weights_sha256": _weights_sha256(profile), "world_seed": 0,
+            timespec="seconds"), "model": model_fingerprint(vlm), "world_seed": 0,
             "toyworld_version": TOYWORLD_VERSION, "profile": profile.name, "threads": threads,
             "build_seconds": round(build_s, 1), "total_seconds": round(time.perf_counter() - start, 1),
             "command": f"python -m kbvqa.experiments.rcts_contexts --pairs {n_pairs} --seed {seed}"},

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
-from kbvqa.experiments.runs import provenance, read_run
+from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.results import RESULTS_DIR, print_tables, summarise
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
@@ -36,7 +36,7 @@ def run_to_file(name: str, setting: Setting, vlm, out: Path, seed: int, fresh: b
     spec = ROWS[name]
     path = Path(out) / "runs" / f"{name}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fingerprint = spec_fingerprint(spec, setting, seed)
+    fingerprint = {**spec_fingerprint(spec, setting, seed), "model": model_fingerprint(vlm)}
     header, records = read_run(path)
     if fresh or header is None or header["fingerprint"] != fingerprint:
         header, records = {"run": name, "fingerprint": fingerprint}, []

@@ -19,19 +19,25 @@ from pathlib import Path
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
-from kbvqa.reag.ladder import LadderConfig, load_evidence, run_rungs
+from kbvqa.models.checkpoints import role_model
+from kbvqa.reag.ladder import LADDER_ROLES, LadderConfig, load_evidence, run_rungs
 from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung, print_table, summarise, write_results
 
 
 # ------------------------------------------------------------------------------ the run
+def ladder_models() -> dict[str, str]:
+    """{role: the weights ``load_vlm(role)`` gives} for every role the ladder loads (``role_model``)."""
+    return {role: role_model(role) for role in LADDER_ROLES}
+
+
 def rung_fingerprint(rung: Rung, config: LadderConfig) -> str:
-    """What a rung's records depend on: retrieval/critic settings always, training budgets by kind."""
+    """What a rung's records depend on: the models, retrieval/critic settings always, training budgets by kind."""
     fields = ["max_new_tokens"] if rung.oracle else ["k", "threshold", "critic_steps", "max_new_tokens"]
     if rung.generator in ("sft", "cold_start", "rl"):
         fields += ["sft_steps" if rung.generator == "sft" else "cold_steps", "alpha", "train_examples", "sft_lr"]
     if rung.generator == "rl":
         fields += ["grpo_steps", "group_size", "prompts_per_step", "grpo_lr"]
-    return f"{rung.name}:{config.fingerprint(*fields)}"
+    return f"{rung.name}:{config.fingerprint(*fields)}:" + ",".join(sorted(set(ladder_models().values())))
 
 
 def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
@@ -80,7 +86,8 @@ def main(argv=None) -> dict:
     invocations = earlier_prov.get("invocations", []) + ([{k: earlier_prov.get(k) for k in (
         "git_commit", "date", "command", "wall_seconds")}] if earlier_prov else [])
     results = summarise(records, config=asdict(config), training={**earlier.get("training", {}), **log},
-                        provenance=provenance(args.seed, None, wall_seconds=round(time.perf_counter() - t0, 1),
+                        provenance=provenance(args.seed, model=role_model("generator"), roles=ladder_models(),
+                                              wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip(), invocations=invocations))
     write_results(results, args.out)
     print_table(results)
