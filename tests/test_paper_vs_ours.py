@@ -221,3 +221,19 @@ def test_no_committed_table_was_made_with_another_reader(tmp_path):
     assert foreign_reader_tables(models, "cafe") == {"a/results.json": "reader:deadbeef"}
     assert foreign_reader_tables(models, "deadbeef") == {}
     assert foreign_reader_tables(committed_models(), reader_fingerprint()) == {}, "re-run these tables"
+
+
+def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypatch):
+    """Moving a role onto the reader (``CPU_READER_ROLES``) makes its tables stale until they run again."""
+    from kbvqa.config import Profile
+    from kbvqa.experiments.runs import committed_models, stale_tables
+    from kbvqa.models import checkpoints
+    from kbvqa.reader import reader_fingerprint
+
+    cpu = Profile("cpu", "cpu", 1.0, 10)
+    models = committed_models()
+    assert {"rcts/results.json", "reag/results.json", "molt/results.json"} <= set(models)
+    assert stale_tables(models, cpu) == {}, "re-run these tables with the model their role gives"
+    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
+    assert stale_tables(models, cpu) == {"molt/results.json": (models["molt/results.json"],
+                                                               f"reader:{reader_fingerprint()}")}

@@ -119,6 +119,23 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
     return {path: m for path, m in models.items() if m.startswith("reader:") and m != f"reader:{fingerprint}"}
 
 
+# The role whose model made each committed table: a table whose provenance names another model than
+# ``kbvqa.models.role_model(role)`` gives today is stale (its part must run again before a chapter
+# shows it), e.g. every table of a role just moved onto the reader (``CPU_READER_ROLES``).
+TABLE_ROLES = {"rcts/results.json": "generator", "rcts_contexts/results.json": "reasoner",
+               "serts/results.json": "generator", "reag/results.json": "generator",
+               "molt/results.json": "judge", "pipeline/results.json": "generator"}
+
+
+def stale_tables(models: dict[str, str], profile=None) -> dict[str, tuple[str, str]]:
+    """{table: (the model that made it, the model its role gives now)} for the tables of ``models``
+    (``committed_models``) in ``TABLE_ROLES`` whose two models differ."""
+    from kbvqa.models.checkpoints import role_model
+
+    now = {table: role_model(role, profile) for table, role in TABLE_ROLES.items() if table in models}
+    return {table: (models[table], model) for table, model in now.items() if models[table] != model}
+
+
 def provenance(seed: int, vlm=None, model: str | None = None, **extra) -> dict:
     """Commit, seed, date, machine and ``model``: the given name (``kbvqa.models.role_model``, for a
     run that loads its models itself) or ``model_fingerprint(vlm)``."""
