@@ -233,7 +233,10 @@ def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypa
     cpu = Profile("cpu", "cpu", 1.0, 10)
     models = committed_models()
     assert {"rcts/results.json", "reag/results.json", "molt/results.json"} <= set(models)
-    assert stale_tables(models, cpu) == {}, "re-run these tables with the model their role gives"
+    def role_model(role):
+        return checkpoints.role_model(role, cpu)
+
+    assert stale_tables(models, role_model) == {}, "re-run these tables with the model their role gives"
     monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
-    assert stale_tables(models, cpu) == {"molt/results.json": (models["molt/results.json"],
+    assert stale_tables(models, role_model) == {"molt/results.json": (models["molt/results.json"],
                                                                f"reader:{reader_fingerprint()}")}

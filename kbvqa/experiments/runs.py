@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import platform
 import subprocess
@@ -80,14 +81,15 @@ def git_commit(dirty_paths=()) -> str:
 def model_fingerprint(vlm=None) -> str:
     """Which model made a run: ``reader:<fingerprint>`` for the shipped reader (``load_reader``
     sets it), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
-    from kbvqa.models.tiny import tiny_fingerprint
-
     if getattr(vlm, "fingerprint", None):
         return f"reader:{vlm.fingerprint}"
+    weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
     name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
     if name and "tiny_vlm" not in str(name):
         return str(name)
-    return tiny_fingerprint()
+    if not weights.exists():
+        return "unknown"
+    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
 
 
 def same_model(vlm, provenance: dict) -> bool:
@@ -127,12 +129,11 @@ TABLE_ROLES = {"rcts/results.json": "generator", "rcts_contexts/results.json": "
                "molt/results.json": "judge", "pipeline/results.json": "generator"}
 
 
-def stale_tables(models: dict[str, str], profile=None) -> dict[str, tuple[str, str]]:
+def stale_tables(models: dict[str, str], role_model) -> dict[str, tuple[str, str]]:
     """{table: (the model that made it, the model its role gives now)} for the tables of ``models``
-    (``committed_models``) in ``TABLE_ROLES`` whose two models differ."""
-    from kbvqa.models.checkpoints import role_model
-
-    now = {table: role_model(role, profile) for table, role in TABLE_ROLES.items() if table in models}
+    (``committed_models``) in ``TABLE_ROLES`` whose two models differ; ``role_model(role)`` is
+    ``kbvqa.models.role_model`` (passed in: this module sits below ``kbvqa.models``)."""
+    now = {table: role_model(role) for table, role in TABLE_ROLES.items() if table in models}
     return {table: (models[table], model) for table, model in now.items() if models[table] != model}
 
 

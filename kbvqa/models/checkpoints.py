@@ -16,7 +16,8 @@ Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loadi
 from __future__ import annotations
 
 from kbvqa.config import get_profile
-from kbvqa.models.tiny import load_tiny_vlm, tiny_fingerprint
+from kbvqa.experiments.runs import model_fingerprint
+from kbvqa.models.tiny import load_tiny_vlm
 from kbvqa.models.vlm import VLM
 from kbvqa.reader.ship import load_reader, reader_fingerprint
 
@@ -112,4 +113,4 @@ def role_model(role: str, profile=None) -> str:
     profile = profile or get_profile()
     if profile.is_gpu:
         return gpu_checkpoint(role)
-    return f"reader:{reader_fingerprint()}" if role in CPU_READER_ROLES else tiny_fingerprint()
+    return f"reader:{reader_fingerprint()}" if role in CPU_READER_ROLES else model_fingerprint(None)   # tiny

@@ -30,7 +30,6 @@ Leaves out: the evaluation of the model card (``model_card.py``), hub checkpoint
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import random
@@ -328,12 +327,6 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
     save_checkpoint(vlm, optimizer, out_dir, state, state_dir)
     vlm.model.eval()
     return vlm, state
-
-
-def tiny_fingerprint(path=DEFAULT_OUT) -> str:
-    """``tiny_vlm:`` and the first 16 hex digits of the checkpoint's SHA-256; "unknown" without it."""
-    weights = Path(path) / "model.safetensors"
-    return "tiny_vlm:" + hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else "unknown"
 
 
 def load_tiny_vlm(path=DEFAULT_OUT):
