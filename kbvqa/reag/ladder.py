@@ -34,7 +34,7 @@ from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
 from kbvqa.metrics import kbvqa_split_of, official_correct
-from kbvqa.models.checkpoints import load_vlm, role_model
+from kbvqa.models.checkpoints import load_vlm
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
 from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
@@ -160,7 +160,7 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
     """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
     (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
     critic scores without retraining the critic); recomputed when the settings changed."""
-    key = config.fingerprint("k", "threshold", "critic_steps") + f":{role_model('critic')}:{role_model('generator')}"
+    key = config.fingerprint("k", "threshold", "critic_steps")   # chapter 30 reads the committed scores by it
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
     have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
     missing = [q for q in queries if q.id not in have]
