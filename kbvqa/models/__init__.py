@@ -17,7 +17,7 @@
 Importing this package registers the image-only Qwen processors with ``AutoProcessor``.
 """
 from kbvqa.models.chat import chat_images, make_chat
-from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm
+from kbvqa.models.checkpoints import CPU_READER_ROLES, GPU_CHECKPOINTS, gpu_checkpoint, load_vlm, role_model
 from kbvqa.models.encoders import (
                                    GPU_ENCODER,
                                    ClipEncoders,
@@ -38,8 +38,8 @@ from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
 from kbvqa.models.scoring import CompletionLogprobs
 from kbvqa.models.vlm import VLM
 
-__all__ = ["assoc_recall_table", "budget_table",
+__all__ = ["assoc_recall_table", "budget_table", "CPU_READER_ROLES",
            "build_tiny_vlm", "build_tokenizer", "chat_images", "ClipEncoders", "CompletionLogprobs", "document_text",
            "encoder_card", "EncoderConfig", "FAMILIES", "free_memory", "Generations", "get_encoders", "gpu_checkpoint",
            "GPU_CHECKPOINTS", "GPU_ENCODER", "lit_question_split", "load_encoders", "load_vlm", "make_chat",
-           "rubric_score", "sentence_vectors", "tiny_config", "TinySpec", "ToyEncoders", "VLM"]
+           "role_model", "rubric_score", "sentence_vectors", "tiny_config", "TinySpec", "ToyEncoders", "VLM"]
