@@ -8,7 +8,12 @@
 - decode throughput (new tokens per second, prefill excluded: time(1 + 32 tokens) - time(1 token),
   every row forced to 32 tokens) at batch 1, 8 and 32, beside the memory-bandwidth bound: a decode
   step must read every weight once, so tokens/s <= batch x copy bandwidth / weight bytes. The copy
-  bandwidth is measured here (a 256 MiB tensor copy: bytes read + written per second).
+  bandwidth is measured here (a 256 MiB tensor copy: bytes read + written per second);
+- prefill of the ten-passage prompt (the time to the first token) at batch 1 and 8, in prompt tokens
+  per second: the cost of the long prompts of ReAG's coarse rungs and of the experiments' budget;
+- training precision: one bfloat16 matmul of the reader's MLP shape (1024 x 576 @ 576 x 1536) against
+  float32, beside ``kbvqa.models.loading.computes_bf16`` for this CPU (where it says False, PyTorch
+  emulates bfloat16 and ``kbvqa.reader.train`` autocasts nothing).
 
 Run: ``python benchmarks/bench_reader.py`` (or ``make benchmarks``). Leaves out: GPUs.
 """
@@ -39,7 +44,9 @@ def weight_bytes_per_step(vlm) -> int:
     return total
 
 
-def decode_tokens_per_s(vlm, prompt, batch: int) -> float:
+def first_and_full(vlm, prompt, batch: int) -> tuple[float, float]:
+    """Seconds to generate 1 token and 1 + ``DECODE_TOKENS`` tokens for ``batch`` copies of ``prompt``
+    (best of 2; the first is the prefill plus one decode step)."""
     def run(new):
         return vlm.model.generate(**vlm.encode([prompt] * batch), max_new_tokens=new, min_new_tokens=new,
                                   do_sample=False, pad_token_id=vlm.tokenizer.pad_token_id)
@@ -47,11 +54,20 @@ def decode_tokens_per_s(vlm, prompt, batch: int) -> float:
     with torch.no_grad():
         first, _ = best_of(lambda: run(1), 2)
         full, _ = best_of(lambda: run(1 + DECODE_TOKENS), 2)
-    return batch * DECODE_TOKENS / max(full - first, 1e-9)
+    return first, full
+
+
+def matmul_seconds(dtype, shape=(1024, 576, 1536), repeats: int = 3) -> float:
+    """Best-of seconds of one (m x k) @ (k x n) product in ``dtype``."""
+    m, k, n = shape
+    a, b = torch.rand(m, k).to(dtype), torch.rand(k, n).to(dtype)
+    seconds, _ = best_of(lambda: a @ b, repeats)
+    return seconds
 
 
 def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
+    from kbvqa.models.loading import computes_bf16
     from kbvqa.models.pretrain_mix import eval_examples
     from kbvqa.reader.ship import load_reader
     from kbvqa.reader.tasks import mix_config
@@ -71,12 +87,20 @@ def rows(argv=None) -> list[dict]:
            row("8 separate calls / one call (prefix sharing)", eight_calls / one_call, "x", (">=", 3)),
            row("copy bandwidth", bandwidth / 1e9, "GB/s", kind="time"),
            row("weight bytes read per decode step", weights / 1e6, "MB", kind="count")]
+    prompt_tokens = int(vlm.encode([prompt])["input_ids"].shape[1])
     for batch in (1, 8, 32):
-        measured = decode_tokens_per_s(vlm, prompt, batch)
+        first, full = first_and_full(vlm, prompt, batch)
+        measured = batch * DECODE_TOKENS / max(full - first, 1e-9)
         bound = batch * bandwidth / weights
+        if batch in (1, 8):
+            out.append(row(f"prefill, ten-passage prompt ({prompt_tokens} tokens), batch {batch}: time to first token",
+                           first, "s", kind="time", note=f"{batch * prompt_tokens / first:.0f} prompt tokens/s"))
         out.append(row(f"decode, batch {batch}: tokens/s", measured, "tok/s", kind="time"))
         out.append(row(f"decode, batch {batch}: share of the bandwidth bound ({bound:.0f} tok/s)",
                        measured / bound, "", kind="check"))
+    fp32, bf16 = matmul_seconds(torch.float32), matmul_seconds(torch.bfloat16)
+    out.append(row("bfloat16 / float32 time, one 1024x576 @ 576x1536 matmul", bf16 / fp32, "x",
+                   note=f"computes_bf16(cpu) = {computes_bf16(torch.device('cpu'))}; float32 {1e3 * fp32:.1f} ms"))
     return out
 
 

@@ -226,17 +226,33 @@ def test_no_committed_table_was_made_with_another_reader(tmp_path):
 def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypatch):
     """Moving a role onto the reader (``CPU_READER_ROLES``) makes its tables stale until they run again."""
     from kbvqa.config import Profile
-    from kbvqa.experiments.runs import committed_models, stale_tables
+    from kbvqa.experiments.runs import TABLE_ROLES, stale_tables, table_role_models
     from kbvqa.models import checkpoints
     from kbvqa.reader import reader_fingerprint
 
     cpu = Profile("cpu", "cpu", 1.0, 10)
-    models = committed_models()
-    assert {"rcts/results.json", "reag/results.json", "molt/results.json"} <= set(models)
+    made_by = table_role_models()
+    assert set(made_by) == set(TABLE_ROLES), "every table names the model behind each of its roles"
     def role_model(role):
         return checkpoints.role_model(role, cpu)
 
-    assert stale_tables(models, role_model) == {}, "re-run these tables with the model their role gives"
+    assert stale_tables(made_by, role_model) == {}, "re-run these tables with the model their role gives"
+    reader = f"reader:{reader_fingerprint()}"
     monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
-    assert stale_tables(models, role_model) == {"molt/results.json": (models["molt/results.json"],
-                                                               f"reader:{reader_fingerprint()}")}
+    assert stale_tables(made_by, role_model) == {"molt/results.json": (made_by["molt/results.json"]["judge"], reader)}
+    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # a second role counts
+    assert stale_tables(made_by, role_model) == {"reag/results.json": (made_by["reag/results.json"]["critic"], reader)}
+
+
+def test_table_role_models_reads_the_roles_a_run_recorded(tmp_path):
+    from kbvqa.experiments.runs import table_role_models
+
+    (tmp_path / "reag").mkdir()
+    (tmp_path / "reag" / "results.json").write_text(json.dumps(
+        {"provenance": {"model": "m1", "roles": {"rl_policy": "m1", "critic": "m2"}}}))
+    (tmp_path / "molt").mkdir()
+    (tmp_path / "molt" / "results.json").write_text(json.dumps({"provenance": {"model": "m3"}}))
+    (tmp_path / "serts").mkdir()
+    (tmp_path / "serts" / "results.json").write_text(json.dumps({"provenance": {}}))     # names no model: left out
+    assert table_role_models(tmp_path) == {"reag/results.json": {"rl_policy": "m1", "critic": "m2"},
+                                           "molt/results.json": {"judge": "m3"}}

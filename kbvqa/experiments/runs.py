@@ -121,20 +121,46 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
     return {path: m for path, m in models.items() if m.startswith("reader:") and m != f"reader:{fingerprint}"}
 
 
-# The role whose model made each committed table: a table whose provenance names another model than
-# ``kbvqa.models.role_model(role)`` gives today is stale (its part must run again before a chapter
-# shows it), e.g. every table of a role just moved onto the reader (``CPU_READER_ROLES``).
-TABLE_ROLES = {"rcts/results.json": "generator", "rcts_contexts/results.json": "reasoner",
-               "serts/results.json": "generator", "reag/results.json": "generator",
-               "molt/results.json": "judge", "pipeline/results.json": "generator"}
+# The roles whose models made each committed table, the first the one its provenance's ``model`` names
+# (the others, where a run loads several, in its ``roles``): a table whose provenance names another model
+# than ``kbvqa.models.role_model(role)`` gives today is stale (its part must run again before a chapter
+# shows it), e.g. every table of a role just moved onto the reader (``CPU_READER_ROLES``). Each part has
+# roles of its own, so that parts move one at a time.
+TABLE_ROLES = {"rcts/results.json": ("generator",), "rcts_contexts/results.json": ("reasoner",),
+               "serts/results.json": ("searcher",), "reag/results.json": ("rl_policy", "critic"),
+               "molt/results.json": ("judge",), "pipeline/results.json": ("reag_generator",)}
 
 
-def stale_tables(models: dict[str, str], role_model) -> dict[str, tuple[str, str]]:
-    """{table: (the model that made it, the model its role gives now)} for the tables of ``models``
-    (``committed_models``) in ``TABLE_ROLES`` whose two models differ; ``role_model(role)`` is
-    ``kbvqa.models.role_model`` (passed in: this module sits below ``kbvqa.models``)."""
-    now = {table: role_model(role) for table, role in TABLE_ROLES.items() if table in models}
-    return {table: (models[table], model) for table, model in now.items() if models[table] != model}
+def table_role_models(root: Path | None = None) -> dict[str, dict[str, str]]:
+    """{table: {role: the model its provenance records for it}} for the committed tables of
+    ``TABLE_ROLES`` under ``root`` (``data/experiments`` by default): the first role's model is the
+    provenance's ``model``, the others' come from its ``roles`` (absent: the ``model``)."""
+    root = Path(root or DATA_DIR / "experiments")
+    out = {}
+    for table, roles in TABLE_ROLES.items():
+        path = root / table
+        if not path.exists():
+            continue
+        prov = json.loads(path.read_text()).get("provenance", {})
+        if isinstance(prov.get("model"), str):
+            recorded = prov.get("roles") or {}
+            out[table] = {role: prov["model"] if i == 0 else recorded.get(role, prov["model"])
+                          for i, role in enumerate(roles)}
+    return out
+
+
+def stale_tables(made_by: dict[str, dict[str, str]], role_model) -> dict[str, tuple[str, str]]:
+    """{table: (the model that made it, the model its role gives now)} for each table of ``made_by``
+    (``table_role_models``) with a role whose recorded model differs from what ``role_model(role)``
+    gives now (the first such role); ``role_model`` is ``kbvqa.models.role_model`` (passed in: this
+    module sits below ``kbvqa.models``)."""
+    out = {}
+    for table, recorded in made_by.items():
+        for role, model in recorded.items():
+            if role_model(role) != model:
+                out[table] = (model, role_model(role))
+                break
+    return out
 
 
 def provenance(seed: int, vlm=None, model: str | None = None, **extra) -> dict:

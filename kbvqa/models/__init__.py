@@ -9,8 +9,9 @@
 - retrieval encoders (``encoders.py``): token-level text (MiniLM) and image (small CNN) embeddings in
   one space for late interaction, pooled vectors for FAISS; CLIP in the gpu profile.
 - torchvision-free processors (``processors.py``), loading options and ``free_memory`` (``loading.py``), hub
-  checkpoints per role and ``load_vlm(role)``, which picks the tiny or hub model by profile
-  (``checkpoints.py``).
+  checkpoints per role, ``load_vlm(role)``, which picks the reader (the roles in ``CPU_READER_ROLES``),
+  the tiny or the hub model by profile, and ``role_model(role)``, which names those weights without
+  loading them, as a run's provenance does (``checkpoints.py``).
 - the toy literature the tiny model was pretrained on (``pretrain_mc_lit.py``): ``lit_question_split``
   (the questions held out for the chapters) and ``rubric_score`` (the SeRTS evaluator's rubric).
 

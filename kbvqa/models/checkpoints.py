@@ -23,29 +23,34 @@ from kbvqa.reader.ship import load_reader, reader_fingerprint
 
 GPU_CHECKPOINTS = {
     "reader": "HuggingFaceTB/SmolVLM-256M-Instruct",   # the cpu reader's family at full size (chapter 01)
-    "generator": "Qwen/Qwen2-VL-2B-Instruct",          # RCTS answers, SeRTS text generation
+    "generator": "Qwen/Qwen2-VL-2B-Instruct",          # RCTS answers (the simulations and reward samples)
     "reasoner": "Qwen/Qwen2-VL-2B-Instruct",           # RCTS reasoning contexts (§3.2)
-    "reag_generator": "Qwen/Qwen2.5-VL-3B-Instruct",   # ReAG generator (cold start + GRPO)
+    "searcher": "Qwen/Qwen2-VL-2B-Instruct",           # SeRTS proposer, evaluator and answerer (one LLM)
+    "reag_generator": "Qwen/Qwen2.5-VL-3B-Instruct",   # ReAG's reasoning-trace writer; the end-to-end reader
     "critic": "Qwen/Qwen2.5-VL-3B-Instruct",           # ReAG critic, P(Yes) (Eq. 4)
     "judge": "Qwen/Qwen3-VL-2B-Instruct",              # MOLT tournament judge
-    "rl_policy": "HuggingFaceTB/SmolVLM-256M-Instruct",  # GRPO/PPO chapters on one GPU
+    "rl_policy": "HuggingFaceTB/SmolVLM-256M-Instruct",  # ReAG's generator, every rung of its ladder
+                                                         # (untrained, SFT, cold start, GRPO) on one GPU
     "rl_policy_large": "HuggingFaceTB/SmolVLM-500M-Instruct",
 }
 
 PAPER_MODELS = {
     "reader": "SmolVLM-256M/500M-Instruct (SmolLM2-135M/360M + SigLIP, Idefics3): the reader's own family",
-    "generator": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code); Llama2-7B-chat / GPT-3.5 (SeRTS)",
+    "generator": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code)",
     "reasoner": "Qwen2-VL-7B-Instruct GPTQ-Int4 (RCTS code)",
+    "searcher": "Llama2-7B-chat / GPT-3.5 (SeRTS)",
     "reag_generator": "Qwen2.5-VL-7B / 3B (ReAG)",
     "critic": "Qwen2.5-VL-3B fine-tuned on 1M ReflectiVA samples (ReAG supplement A)",
     "judge": "Qwen3-VL-4B/8B-Instruct (MOLT)",
-    "rl_policy": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
+    "rl_policy": "Qwen2.5-VL-3B/7B (ReAG generator, every rung), scaled down for one GPU",
     "rl_policy_large": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
 }
 
 
-# The roles the shipped reader plays in the cpu profile; every other role loads the tiny checkpoint
-# until its part's experiments are re-run on the reader (issue #18 moves them part by part).
+#: The roles the shipped reader plays in the cpu profile; every other role loads the tiny checkpoint
+#: until its part's experiments are re-run on the reader (issue #18 moves them part by part: each
+#: part asks for roles of its own, RCTS generator + reasoner, SeRTS searcher, ReAG rl_policy +
+#: critic, MOLT judge, the end-to-end pipeline reag_generator, so one part can move at a time).
 CPU_READER_ROLES = frozenset({"reader"})
 
 OVERRIDE_VARIABLE = "KBVQA_CHECKPOINTS"

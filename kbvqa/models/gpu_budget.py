@@ -120,23 +120,24 @@ CHAPTER_ROLES = {
     "10_rcts_reasoning_contexts": ({"reasoner"}, (), ()),
     "13_rcts_mcts_hr": ({"generator"}, (), ()),
     "14_rcts_experiments": ({"generator"}, (), ()),
-    "16_serts_tree_search": ({"generator"}, (), ()),
-    "18_serts_ppo": ({"generator"}, (), ("generator",)),     # proposer + evaluator: named adapters on one base
-    "21_reag_critic": ({"critic", "generator"}, (), ("critic",)),            # see CHAPTER_PHASES
+    "16_serts_tree_search": ({"searcher"}, (), ()),
+    "17_serts_experiments": (set(), (), ()),   # its live rerun loads the cpu profile's searcher, on the CPU
+    "18_serts_ppo": ({"searcher"}, (), ("searcher",)),       # proposer + evaluator: named adapters on one base
+    "21_reag_critic": ({"critic", "rl_policy"}, (), ("critic",)),            # see CHAPTER_PHASES
     "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
     "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
     "25_molt_candidates": ({"judge"}, (), ()),
     "26_molt_ladder": ({"judge"}, (), ()),
     "27_molt_training": ({"judge"}, (), ("judge",)),
     "28_molt_weak_to_strong": ({"judge"}, (), ()),
-    "30_end_to_end": ({"generator"}, (), ()),
+    "30_end_to_end": ({"reag_generator"}, (), ()),
 }
 # Chapters whose training ends before they load the next model (``kbvqa.models.free_memory`` hands the
 # optimiser and activations back): their phases, each (roles, trained copies, trained in place) as in
 # CHAPTER_ROLES; the peak is the largest phase.
 CHAPTER_PHASES = {
     "21_reag_critic": (({"critic"}, (), ("critic",)),        # train_critic(..., in_place=True): no copy
-                       ({"critic", "generator"}, (), ())),   # then the tuned critic beside the judge
+                       ({"critic", "rl_policy"}, (), ())),   # then the tuned critic beside the generator
 }
 # Chapters known not to fit a 16 GB T4: chapter -> why. Empty since chapter 18 trains its proposer and
 # evaluator as two named LoRA adapters on one base (``kbvqa.models.adapters``) instead of two deep copies.

@@ -100,9 +100,9 @@ def native_bf16(device: torch.device) -> bool:
 
 def computes_bf16(device: torch.device) -> bool:
     """Whether ``device`` computes bfloat16 matmuls in hardware: a CUDA device of compute capability
-    >= 8.0, or a CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them; on an AVX2 core a
-    1024x576 @ 576x1536 product took 1.5 s in bfloat16 against 0.015 s in float32, so training there
-    autocasts nothing (``kbvqa.reader.train``)."""
+    >= 8.0, or a CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them, far slower than
+    float32 (``benchmarks/bench_reader.py`` measures the ratio on the machine at hand), so training
+    there autocasts nothing (``kbvqa.reader.train``)."""
     if device.type == "cuda":
         return native_bf16(device)
     probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")

@@ -15,8 +15,8 @@
   ``where_lost(records)``: per query, the first stage that lost the evidence (or the answer).
 - ``ROWS`` (one ``kbvqa.pipeline.PipelineConfig`` per row, ``LIVE_ROWS`` the cheap ones),
   ``load_stage_inputs`` (retrieval and the critic's P(Yes) from ReAG's committed ``evidence.json``),
-  ``run_rows`` (the records of some rows, the shipped generator as reader and ladder judge: the
-  runner's and the chapter's live rerun).
+  ``run_rows`` (the records of some rows, the ``reag_generator`` role's model as reader and ladder
+  judge: the runner's and the chapter's live rerun).
 
 Leaves out: the pipeline (``kbvqa.pipeline.stages``), the resumable run that writes
 ``data/experiments/pipeline/`` (``python -m kbvqa.experiments.pipeline_ablation``).
@@ -191,13 +191,13 @@ def load_stage_inputs(queries, path: Path = EVIDENCE_FILE) -> dict:
 
 
 def run_rows(world, queries, stage_inputs: dict, names=None, model=None, on_records=None) -> dict[str, list[dict]]:
-    """{row: records} for ``names`` (default all rows); ``model`` defaults to the shipped generator."""
+    """{row: records} for ``names`` (default all rows); ``model`` defaults to ``load_vlm("reag_generator")``."""
 
     names = list(names or ROW_BY_NAME)
     unknown = [n for n in names if n not in ROW_BY_NAME]
     if unknown:
         raise ValueError(f"unknown rows {unknown}; expected some of {list(ROW_BY_NAME)}")
-    model = model or load_vlm("generator")
+    model = model or load_vlm("reag_generator")
     out = {}
     for name in names:
         config = ROW_BY_NAME[name].config

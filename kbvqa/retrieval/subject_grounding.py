@@ -146,8 +146,9 @@ class GroundingDinoGrounder:
 
 
 def get_grounder(profile=None, vlm=None):
-    """The profile's grounder: ``VLMGrounder(vlm)`` in the cpu profile (default: the shipped tiny
-    model), ``GroundingDinoGrounder()`` in the gpu profile."""
+    """The profile's grounder: ``VLMGrounder(vlm)`` in the cpu profile (default: the ``critic`` role's
+    model, ReAG's retrieval side, which is where grounding serves), ``GroundingDinoGrounder()`` in
+    the gpu profile."""
 
     prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
     if prof.is_gpu:
@@ -155,5 +156,5 @@ def get_grounder(profile=None, vlm=None):
     if vlm is None:
         from kbvqa.models.checkpoints import load_vlm
 
-        vlm = load_vlm("generator", profile=prof)
+        vlm = load_vlm("critic", profile=prof)
     return VLMGrounder(vlm)

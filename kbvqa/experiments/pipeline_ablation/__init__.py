@@ -12,7 +12,7 @@ greedy decoding:
 
 Retrieval passages and the critic's P(Yes) are ReAG's committed ``data/experiments/reag/
 evidence.json`` (the 150-step critic of ``reag_ladder``; no critic weights are shipped, so reusing
-its scores keeps both tables on one critic). The reader is the shipped generator zero-shot: the
+its scores keeps both tables on one critic). The reader is the ``reag_generator`` role's model zero-shot: the
 ReAG ladder found no trained generator better than it (its "evidence alone" diagnostic: zero-shot
 0.39, cold start 0.20, GRPO 0.33), and none is shipped.
 

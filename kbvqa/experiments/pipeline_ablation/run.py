@@ -34,8 +34,8 @@ from kbvqa.pipeline.results import (
 
 
 def row_fingerprint(row: Row) -> str:
-    """What a row's records depend on: its settings and the model ``load_vlm("generator")`` gives."""
-    return f"{row.name}:{role_model('generator')}:" + json.dumps(asdict(row.config), sort_keys=True)
+    """What a row's records depend on: its settings and the model ``load_vlm("reag_generator")`` gives."""
+    return f"{row.name}:{role_model('reag_generator')}:" + json.dumps(asdict(row.config), sort_keys=True)
 
 
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
@@ -77,7 +77,7 @@ def main(argv=None) -> dict:
     records, seconds = run_ablation(args.limit, args.out, args.rows, args.fresh)
     command = "python -m kbvqa.experiments.pipeline_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     results = summarise(records, seconds=seconds, stage_inputs=str(EVIDENCE_FILE.relative_to(DATA_DIR.parent)),
-                        provenance=provenance(args.seed, model=role_model("generator"),
+                        provenance=provenance(args.seed, model=role_model("reag_generator"),
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
     write_results(results, args.out)

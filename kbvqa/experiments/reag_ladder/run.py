@@ -86,7 +86,7 @@ def main(argv=None) -> dict:
     invocations = earlier_prov.get("invocations", []) + ([{k: earlier_prov.get(k) for k in (
         "git_commit", "date", "command", "wall_seconds")}] if earlier_prov else [])
     results = summarise(records, config=asdict(config), training={**earlier.get("training", {}), **log},
-                        provenance=provenance(args.seed, model=role_model("generator"), roles=ladder_models(),
+                        provenance=provenance(args.seed, model=role_model("rl_policy"), roles=ladder_models(),
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip(), invocations=invocations))
     write_results(results, args.out)

@@ -59,7 +59,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     seed_everything(0)
     config = replace(ExperimentConfig(), scripted_n=args.scripted_n, tiny_n=args.tiny_n)
-    world, vlm = get_world(0), load_vlm(profile=get_profile("cpu"))
+    world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
     t0, runs, times = time.perf_counter(), {}, {}
     for setup in args.setups:
         t = time.perf_counter()
