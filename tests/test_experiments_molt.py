@@ -3,6 +3,8 @@ simulated scores, the scripted judges' ladders and Eq. 8 scores, the tables next
 Tab. 5/6, the live-agreement check, the reward-curve figure and the committed table."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kbvqa.molt.experiment import MOLTExperimentConfig, eval_sets, noisy_comparator, scripted_records
@@ -93,7 +95,7 @@ def test_moving_average_figures_and_config():
     fig = draw_reward_curves(curves, live={"process_reward": [0.1], "result_reward": [0.0]}, window=2)
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 3
     plt.close(fig)
-    for bad in ({"limit": 0}, {"group_size": 1}, {"gap": -1.0}):
+    for bad in ({"limit": 0}, {"group_size": 1}, {"gap": -1.0}, {"teacher": "gpt"}, {"teacher_tokens": 0}):
         with pytest.raises(ValueError):
             MOLTExperimentConfig(**bad)
 
@@ -116,3 +118,24 @@ def test_committed_results_hold_every_row():
     fig = draw_schedule_accuracy(results)
     assert fig.axes[0].lines
     plt.close(fig)
+
+
+def test_the_cold_start_can_learn_from_the_judge_as_its_own_teacher():
+    """``teacher="model"``: the untrained judge writes every round (its thinking; the positive's wins
+    forced) before SFT trains it on the transcripts; the log says who taught and how long it took."""
+    import torch
+
+    from kbvqa.data import get_world
+    from kbvqa.experiments.molt_training.run import train_cold_start
+    from kbvqa.models import build_tiny_vlm
+
+    torch.set_num_threads(1)
+    world = get_world(0)
+    judge = build_tiny_vlm("qwen2_vl", texts=["[1] [2] [3] [4] [5] <think> </think> <winner> </winner> the"],
+                           seed=0, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                           intermediate_size=64, vision_width=32, vision_depth=1)
+    log = {}
+    config = MOLTExperimentConfig(sft_queries=2, sft_steps=1, teacher="model", teacher_tokens=4)
+    trained = train_cold_start(world, config, vlm=judge, log=log)
+    assert trained is judge and log["sft"]["teacher"] == "model" and log["sft"]["teacher_seconds"] >= 0
+    assert math.isfinite(log["sft"]["loss_start"])

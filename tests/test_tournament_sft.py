@@ -9,7 +9,14 @@ import re
 import pytest
 
 from kbvqa.molt.rewards import molt_reward
-from kbvqa.molt.sft import SFTDataConfig, build_sft_example, build_sft_set, model_teacher, sft_candidates
+from kbvqa.molt.sft import (
+    SFTDataConfig,
+    build_sft_example,
+    build_sft_set,
+    model_teacher,
+    sft_candidates,
+    teacher_transcript,
+)
 from kbvqa.parsers import parse_tournament
 
 
@@ -78,6 +85,43 @@ def test_model_teacher_is_forced_when_the_positive_plays(world):
     assert t.evidence == positive and all(r.think == "first looks right" for r in t.rounds)
     for r in t.rounds:
         assert r.winner == (positive if positive in r.pair else r.pair[0])
+
+
+def test_a_model_teacher_plays_every_ladder_round_by_round_in_batched_calls(world):
+    """``build_sft_set(teacher_model=...)``: the oracle's candidates and prompts, the model's rounds
+    (one batched call per round for all queries), the positive's wins forced; the same transcripts
+    as ``model_teacher`` one query at a time."""
+    queries = world.kbvqa_train[:6]
+
+    class SaysSecond:
+        calls = 0
+
+        def generate(self, prompts, n=1, **kw):
+            SaysSecond.calls += 1
+            out = []
+            for p in prompts:
+                ids = re.findall(r"\[([^\]]+)\] Image:", "".join(x.get("text", "") for x in p[-1]["content"]))
+                out.append([f"<think>the second, {ids[1]}</think><winner>[{ids[1]}]</winner>"])
+            return out
+
+    oracle = build_sft_set(world, queries)
+    taught = build_sft_set(world, queries, teacher_model=SaysSecond())
+    assert SaysSecond.calls == 4                                   # N = 5 candidates: four rounds
+    for o, t in zip(oracle, taught):
+        assert o.meta == t.meta                     # the same candidates, ids and schedule
+        gold, tour = t.meta["gold_id"], parse_tournament(t.completion)
+        assert tour.evidence == gold and len(tour.rounds) == 4
+        for r in tour.rounds:
+            assert r.winner == (gold if gold in r.pair else r.pair[1]) and r.think == f"the second, {r.pair[1]}"
+    cfg = SFTDataConfig()
+    rng = random.Random("molt-sft:0")
+    for q, t in zip(queries, taught):                   # one query at a time, the same rng stream
+        cands = sft_candidates(world, q, [], cfg, rng)
+        positive = next(c.id for c in cands if c.passage_id == q.evidence_ids[0])
+        one = build_sft_example(world, q, [], cfg, random.Random(0),
+                                teacher=model_teacher(SaysSecond(), q.question, None, positive, short=True))
+        assert parse_tournament(one.completion).evidence == positive
+        assert teacher_transcript(cands, model_teacher(SaysSecond(), q.question, None, positive))[0] == t.completion
 
 
 def test_one_molt_grpo_step_scores_with_eq_8():

@@ -10,9 +10,9 @@ Two kinds of judges play the same ladders (Tab. 5 training ablation, Tab. 6 sche
    round it plays, so the schedule decides accuracy through the number of rounds the ground truth plays.
 2. **The tiny model** (honesty): the shipped cpu judge zero-shot (``evaluate_one_shot``: one-shot
    5-way, Table 17; ``evaluate_one_pass``: the one-pass tournament, Table 14), after the SFT cold
-   start on §3.2.1 data (oracle teacher, ``kbvqa.molt.sft``), and after GRPO from that cold start with
-   and without R_proc (Eq. 8 with lambda_2 = 0.5 or 0); the full model is also evaluated under the
-   three schedules. ``MOLTExperimentConfig`` holds every setting.
+   start on §3.2.1 data (``teacher``: the oracle, or the judge itself, ``kbvqa.molt.sft``), and after
+   GRPO from that cold start with and without R_proc (Eq. 8 with lambda_2 = 0.5 or 0); the full model
+   is also evaluated under the three schedules. ``MOLTExperimentConfig`` holds every setting.
 
 Evaluation candidates (``eval_sets``): the gold paragraph and four look-alike pages (the same five
 as the SFT data), random ids, and a *simulated* retrieval score: gold ``gap`` + N(0, 1), each
@@ -43,6 +43,7 @@ __all__ = ["ERRORS", "EvalItem", "MOLTExperimentConfig", "eval_sets", "evaluate_
            "grpo_tasks", "noisy_comparator", "scripted_records"]
 
 ERRORS = (0.05, 0.1, 0.2, 0.3)   # scripted comparators' error per round the ground truth plays
+TEACHERS = ("oracle", "model")   # who writes the cold start's transcripts (kbvqa.molt.sft)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class MOLTExperimentConfig:
     prompts_per_step: int = 2     # prompts per GRPO step
     grpo_lr: float = 2e-5
     max_new_tokens: int = 300     # one-pass transcript cap (a teacher transcript: ~280 tokens)
+    teacher: str = "oracle"       # SFT transcripts: "oracle" (oracle_teacher) | "model" (the judge
+                                  # itself before training writes each round, the positive's wins forced)
+    teacher_tokens: int = 96      # a model teacher's tokens per pairwise round
 
     def __post_init__(self):
         for name in ("limit", "sft_queries", "sft_steps", "grpo_steps", "prompts_per_step", "max_new_tokens"):
@@ -66,6 +70,10 @@ class MOLTExperimentConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not isinstance(self.group_size, int) or self.group_size < 2:
             raise ValueError(f"group_size must be an int >= 2, got {self.group_size!r}")
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"teacher must be one of {TEACHERS}, got {self.teacher!r}")
+        if not isinstance(self.teacher_tokens, int) or self.teacher_tokens < 1:
+            raise ValueError(f"teacher_tokens must be a positive int, got {self.teacher_tokens!r}")
         if not self.gap >= 0 or not self.sft_lr > 0 or not self.grpo_lr > 0:
             raise ValueError("need gap >= 0, sft_lr > 0 and grpo_lr > 0")
 

@@ -10,11 +10,12 @@ win is forced; otherwise the teacher chooses freely. The four rounds are concate
 student's XML (four ``<round>`` blocks and ``<evidence>``), the SFT target for the Table 14 prompt.
 
 Teachers:
-- ``oracle_teacher`` (cpu profile): the toy world's oracle comparison, NOT a model. Between two
+- ``oracle_teacher`` (the default): the toy world's oracle comparison, NOT a model. Between two
   negatives it prefers a page of the query creature's family (a look-alike), then the higher
   retrieval score; its reasoning is a template naming the creature's look.
-- ``model_teacher`` (gpu profile): a VLM (the paper: Qwen3-VL-235B; ours: the profile's judge)
-  asked with the pairwise prompt; when the positive plays, the winner is overwritten with it
+- ``model_teacher`` / ``model_teacher_many``: a VLM (the paper: Qwen3-VL-235B; ours: the judge
+  itself, ``build_sft_set(..., teacher_model=judge)``) asked with the pairwise prompt, a round of
+  every ladder in one batched call; when the positive plays, the winner is overwritten with it
   (the think text is kept: the teacher-forced constraint acts on the winner tag only).
 
 Negatives: the passage of the gold passage's section in each negative document (the oracle
@@ -34,10 +35,12 @@ from kbvqa.molt.run import pairwise_winner, transcript_text
 from kbvqa.parsers import TournamentRound, parse_tournament
 from kbvqa.prompts.formats import Example, view_ref
 
-__all__ = ["SFTDataConfig", "build_sft_example", "build_sft_set", "model_teacher", "oracle_teacher",
-           "sft_candidates", "teacher_transcript"]
+__all__ = ["SFTDataConfig", "build_sft_example", "build_sft_set", "model_teacher", "model_teacher_many",
+           "oracle_teacher", "sft_candidates", "teacher_transcript", "teacher_transcripts"]
 
 Teacher = Callable[[Candidate, Candidate], tuple[str, str]]   # (first, second) -> (winner id, think)
+# [(query index, first, second)] -> [(winner id, think)]: one round of many ladders at once
+ManyTeacher = Callable[[Sequence[tuple[int, Candidate, Candidate]]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -101,43 +104,59 @@ def oracle_teacher(world, query, positive_id: str) -> Teacher:
 
 def model_teacher(model, question: str, query_image, positive_id: str, short: bool = False,
                   max_new_tokens: int = 256) -> Teacher:
-    """The gpu teacher: ``model`` compares the two candidates (pairwise prompt); a positive's
-    win is forced, an invalid winner falls back to the first candidate (the defender)."""
+    """A model teacher for one query: ``model`` compares the two candidates (pairwise prompt); a
+    positive's win is forced, an invalid winner falls back to the first candidate (the defender)."""
+    many = model_teacher_many(model, [question], [query_image], [positive_id], short, max_new_tokens)
 
     def compare(first: Candidate, second: Candidate) -> tuple[str, str]:
-        prompt = pairwise_prompt(question, query_image, first, second, short=short)
-        out = model.generate([prompt], n=1, max_new_tokens=max_new_tokens, temperature=0.0, seed=0)
-        text = str(out[0][0]) if out and out[0] else ""
-        think = parse_tournament(f"<round><compare>a vs b</compare>{text}").rounds[0].think
-        if positive_id in (first.id, second.id):
-            return positive_id, think
-        return pairwise_winner(text, first.id, second.id) or first.id, think
+        return many([(0, first, second)])[0]
     return compare
 
 
+def model_teacher_many(model, questions: Sequence[str], query_images: Sequence, positive_ids: Sequence[str],
+                       short: bool = False, max_new_tokens: int = 256, batch_size: int = 16) -> ManyTeacher:
+    """``model_teacher`` for many queries at once: one batched greedy call answers a round of every
+    ladder (``(query index, first, second)`` triples), the positive's win forced as there."""
+
+    def compare_many(pairs: Sequence[tuple[int, Candidate, Candidate]]) -> list[tuple[str, str]]:
+        prompts = [pairwise_prompt(questions[i], query_images[i], a, b, short=short) for i, a, b in pairs]
+        outs = model.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=0.0, seed=0,
+                              batch_size=batch_size) if prompts else []
+        results = []
+        for (i, first, second), out in zip(pairs, outs):
+            text = str(out[0]) if out else ""
+            think = parse_tournament(f"<round><compare>a vs b</compare>{text}").rounds[0].think
+            forced = positive_ids[i] if positive_ids[i] in (first.id, second.id) else None
+            results.append((forced or pairwise_winner(text, first.id, second.id) or first.id, think))
+        return results
+    return compare_many
+
+
+def teacher_transcripts(ladders: Sequence[Sequence[Candidate]],
+                        compare_many: ManyTeacher) -> list[tuple[str, list[str]]]:
+    """(the student-format XML, the schedule) of the fixed ladder over each listing of candidates:
+    the last listed is the seed, each earlier one challenges in turn. Round r of every ladder goes to
+    ``compare_many`` together (a model teacher answers them in one batched call)."""
+    schedules = [listing_order([c.id for c in cands]) for cands in ladders]   # reverse of the listing
+    by_id = [{c.id: c for c in cands} for cands in ladders]
+    defenders = [s[0] if s else None for s in schedules]
+    rounds: list[list[TournamentRound]] = [[] for _ in ladders]
+    for r in range(1, max((len(s) for s in schedules), default=0)):
+        pairs = [(i, by_id[i][defenders[i]], by_id[i][s[r]]) for i, s in enumerate(schedules) if r < len(s)]
+        for (i, first, second), (winner, think) in zip(pairs, compare_many(pairs)):
+            winner = winner if winner in (first.id, second.id) else first.id
+            rounds[i].append(TournamentRound((first.id, second.id), think, winner, True))
+            defenders[i] = winner
+    return [(transcript_text(rounds[i], defenders[i]), schedules[i]) for i in range(len(ladders))]
+
+
 def teacher_transcript(candidates: Sequence[Candidate], teacher: Teacher) -> tuple[str, list[str]]:
-    """(the student-format XML, the schedule) of the fixed ladder over the listed ``candidates``:
-    the last listed is the seed, each earlier one challenges in turn."""
-    by_id = {c.id: c for c in candidates}
-    schedule = listing_order([c.id for c in candidates])     # reverse of the listing = order of play
-    rounds, defender = [], schedule[0]
-    for challenger in schedule[1:]:
-        winner, think = teacher(by_id[defender], by_id[challenger])
-        winner = winner if winner in (defender, challenger) else defender
-        rounds.append(TournamentRound((defender, challenger), think, winner, True))
-        defender = winner
-    return transcript_text(rounds, defender), schedule
+    """``teacher_transcripts`` of one ladder with a one-pair ``teacher``."""
+    return teacher_transcripts([candidates], lambda pairs: [teacher(a, b) for _, a, b in pairs])[0]
 
 
-def build_sft_example(world, query, ranking: Sequence[str], config: SFTDataConfig | None = None,
-                      rng: random.Random | None = None, teacher: Teacher | None = None) -> Example:
-    """One SFT example: the Table 14 prompt over the shuffled candidates and the teacher's XML."""
-    config = config or SFTDataConfig()
-    rng = rng or random.Random(f"molt-sft:{config.seed}:{query.id}")
-    candidates = sft_candidates(world, query, ranking, config, rng)
-    positive = next(c.id for c in candidates if c.passage_id == query.evidence_ids[0])
-    teacher = teacher or oracle_teacher(world, query, positive)
-    completion, schedule = teacher_transcript(candidates, teacher)
+def _example(world, query, candidates: Sequence[Candidate], positive: str, completion: str, schedule: list[str],
+             config: SFTDataConfig) -> Example:
     query_image = view_ref(world, query.meta["view_id"], config.image_size)
     prompt = student_prompt(query.question, query_image, candidates, schedule, short=config.short_prompts)
     meta = {"query_ids": [query.id], "gold_id": positive, "schedule": schedule,
@@ -146,13 +165,42 @@ def build_sft_example(world, query, ranking: Sequence[str], config: SFTDataConfi
     return Example(prompt, completion, "molt_sft", meta=meta)
 
 
+def _positive(query, candidates: Sequence[Candidate]) -> str:
+    return next(c.id for c in candidates if c.passage_id == query.evidence_ids[0])
+
+
+def build_sft_example(world, query, ranking: Sequence[str], config: SFTDataConfig | None = None,
+                      rng: random.Random | None = None, teacher: Teacher | None = None) -> Example:
+    """One SFT example: the Table 14 prompt over the shuffled candidates and the teacher's XML
+    (default teacher: ``oracle_teacher``)."""
+    config = config or SFTDataConfig()
+    rng = rng or random.Random(f"molt-sft:{config.seed}:{query.id}")
+    candidates = sft_candidates(world, query, ranking, config, rng)
+    positive = _positive(query, candidates)
+    completion, schedule = teacher_transcript(candidates, teacher or oracle_teacher(world, query, positive))
+    return _example(world, query, candidates, positive, completion, schedule, config)
+
+
 def build_sft_set(world, queries: Sequence, rankings: Sequence[Sequence[str]] | None = None,
-                  config: SFTDataConfig | None = None) -> list[Example]:
+                  config: SFTDataConfig | None = None, teacher_model=None, max_new_tokens: int = 96,
+                  batch_size: int = 16) -> list[Example]:
     """SFT examples for ``queries`` (``rankings``: retrieved document ids per query; default: none,
-    so the negatives are look-alike pages -- the hardest the toy world has)."""
+    so the negatives are look-alike pages -- the hardest the toy world has). The teacher is
+    ``oracle_teacher``, or with ``teacher_model`` that model (``model_teacher_many``: its pairwise
+    thinking and choices, ``max_new_tokens`` per round, the positive's wins forced); the candidates
+    are the same either way."""
     config = config or SFTDataConfig()
     rankings = rankings if rankings is not None else [[] for _ in queries]
     if len(rankings) != len(queries):
         raise ValueError(f"{len(queries)} queries but {len(rankings)} rankings")
     rng = random.Random(f"molt-sft:{config.seed}")
-    return [build_sft_example(world, q, r, config, rng) for q, r in zip(queries, rankings)]
+    if teacher_model is None:
+        return [build_sft_example(world, q, r, config, rng) for q, r in zip(queries, rankings)]
+    ladders = [sft_candidates(world, q, r, config, rng) for q, r in zip(queries, rankings)]
+    positives = [_positive(q, cands) for q, cands in zip(queries, ladders)]
+    images = [view_ref(world, q.meta["view_id"], config.image_size) for q in queries]
+    teach = model_teacher_many(teacher_model, [q.question for q in queries], images, positives,
+                               config.short_prompts, max_new_tokens, batch_size)
+    return [_example(world, q, cands, pos, completion, schedule, config)
+            for q, cands, pos, (completion, schedule) in zip(queries, ladders, positives,
+                                                             teacher_transcripts(ladders, teach))]

@@ -23,6 +23,7 @@ from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
 from kbvqa.molt.experiment import (
     ERRORS,
+    TEACHERS,
     MOLTExperimentConfig,
     eval_sets,
     evaluate_one_pass,
@@ -38,15 +39,20 @@ from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
 def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None):
-    """The shipped judge after ``sft_steps`` of SFT on the §3.2.1 set (oracle teacher)."""
+    """The judge after ``sft_steps`` of SFT on the §3.2.1 set, its transcripts written by
+    ``config.teacher``: the oracle, or the judge itself before training (``build_sft_set``'s model teacher)."""
 
     vlm = vlm or load_vlm("judge")
     t0 = time.perf_counter()
-    examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=SFTDataConfig(seed=config.seed))
+    examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=SFTDataConfig(seed=config.seed),
+                             teacher_model=vlm if config.teacher == "model" else None,
+                             max_new_tokens=config.teacher_tokens)
+    teacher_s = time.perf_counter() - t0
     out = sft_train(vlm, examples, SFTConfig(alpha=0.5, steps=config.sft_steps, batch_size=8, lr=config.sft_lr,
                                              warmup_steps=10, seed=config.seed, progress=False))
     if log is not None:
-        log["sft"] = {"steps": config.sft_steps, "loss_start": round(out.loss[0], 4),
+        log["sft"] = {"steps": config.sft_steps, "teacher": config.teacher, "teacher_seconds": round(teacher_s, 1),
+                      "loss_start": round(out.loss[0], 4),
                       "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4),
                       "seconds": round(time.perf_counter() - t0, 1)}
     return vlm
@@ -101,6 +107,8 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, default=MOLTExperimentConfig.limit, help="test queries (tiny model)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--teacher", choices=TEACHERS, default=MOLTExperimentConfig.teacher,
+                        help="who writes the cold start's transcripts")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
@@ -108,7 +116,7 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
-    config = MOLTExperimentConfig(limit=args.limit, seed=args.seed)
+    config = MOLTExperimentConfig(limit=args.limit, seed=args.seed, teacher=args.teacher)
     t0 = time.perf_counter()
     records, log = run_experiment(config)
     command = "python -m kbvqa.experiments.molt_training " + " ".join(argv if argv is not None else sys.argv[1:])
