@@ -86,7 +86,7 @@ def test_rung_passages_follow_the_flags(world):
 
 def test_config_validation_and_fingerprints():
     for bad in (dict(limit=0), dict(group_size=1), dict(threshold=1.5), dict(alpha=2.0), dict(k=0),
-                dict(sft_steps=True)):
+                dict(sft_steps=True), dict(traces="gpt"), dict(trace_tokens=0)):
         with pytest.raises(ValueError):
             LadderConfig(**bad)
     base, more_sft = LadderConfig(), LadderConfig(sft_steps=7)
@@ -94,6 +94,9 @@ def test_config_validation_and_fingerprints():
     assert rung_fingerprint(by_name["sft"], base) != rung_fingerprint(by_name["sft"], more_sft)
     assert rung_fingerprint(by_name["coarse"], base) == rung_fingerprint(by_name["coarse"], more_sft)
     assert rung_fingerprint(by_name["coarse"], base) != rung_fingerprint(by_name["coarse"], LadderConfig(seed=1))
+    written = LadderConfig(traces="model")                  # model-written traces: the trained rungs rerun
+    assert rung_fingerprint(by_name["traces"], base) != rung_fingerprint(by_name["traces"], written)
+    assert rung_fingerprint(by_name["sft"], base) == rung_fingerprint(by_name["sft"], written)
     with pytest.raises(ValueError):
         ladder.run_rungs(None, [], {}, base, rungs=["no_such_rung"])
 

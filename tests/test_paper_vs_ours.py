@@ -254,5 +254,5 @@ def test_table_role_models_reads_the_roles_a_run_recorded(tmp_path):
     (tmp_path / "molt" / "results.json").write_text(json.dumps({"provenance": {"model": "m3"}}))
     (tmp_path / "serts").mkdir()
     (tmp_path / "serts" / "results.json").write_text(json.dumps({"provenance": {}}))     # names no model: left out
-    assert table_role_models(tmp_path) == {"reag/results.json": {"rl_policy": "m1", "critic": "m2"},
+    assert table_role_models(tmp_path) == {"reag/results.json": {"rl_policy": "m1", "critic": "m2", "reag_generator": "m1"},
                                            "molt/results.json": {"judge": "m3"}}

@@ -62,6 +62,30 @@ def test_write_traces_keeps_answers_and_falls_back_to_the_template(world):
     assert {e.meta["trace_source"] for e in kept} == {"template"}
 
 
+def test_the_ladder_cold_start_reads_model_written_traces_when_asked(world, monkeypatch):
+    """``LadderConfig(traces="model")``: the reag_generator role's model writes the cold start's traces
+    (told each answer); "template" keeps the toy world's; the answer-only SFT rung never asks it."""
+    from kbvqa.reag import ladder_train
+    from kbvqa.reag.ladder import LadderConfig
+
+    asked = []
+
+    class Writer:
+        def generate(self, prompts, n=1, **kwargs):
+            return [["<think>The picture shows a kibek.</think><answer>x</answer>"] for _ in prompts]
+
+    monkeypatch.setattr(ladder_train, "load_vlm", lambda role, **kw: asked.append(role) or Writer())
+    config = LadderConfig(train_examples=4, traces="model", trace_tokens=8)
+    written = ladder_train.training_examples(world, config, traces=True)
+    assert asked == ["reag_generator"] and {e.meta["trace_source"] for e in written} == {"teacher"}
+    templated = ladder_train.training_examples(world, LadderConfig(train_examples=4), traces=True)
+    for w, t in zip(written, templated):
+        assert parse_think_answer(w.completion).think == "The picture shows a kibek."
+        assert parse_think_answer(w.completion).answer == parse_think_answer(t.completion).answer
+    ladder_train.training_examples(world, config, traces=False)
+    assert asked == ["reag_generator"]
+
+
 def test_stated_relevance_on_any_string():
     assert stated_relevance("<think>The passage is relevant: x</think><answer>a</answer>") == "relevant"
     assert stated_relevance("<think>so it is not relevant.</think><answer>a</answer>") == "irrelevant"

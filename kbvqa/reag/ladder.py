@@ -45,8 +45,10 @@ from kbvqa.retrieval.subject_grounding import get_grounder
 
 # the roles whose models the ladder loads: the generator of every rung, untrained (zero-shot) and the
 # trained ones' start (ladder_train.train_generator), one base as in ReAG Tab. 4; the critic
-# (ladder_train.train_ladder_critic), also the fine retrieval's grounder in the cpu profile
-LADDER_ROLES = ("rl_policy", "critic")
+# (ladder_train.train_ladder_critic), also the fine retrieval's grounder in the cpu profile; the trace
+# writer of the cold start (LadderConfig.traces = "model")
+LADDER_ROLES = ("rl_policy", "critic", "reag_generator")
+TRACE_SOURCES = ("template", "model")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class LadderConfig:
     sft_steps: int = 150          # answer-only SFT, batch 8
     cold_steps: int = 150         # cold start with traces, batch 8
     alpha: float = 0.8            # Eq. 5 answer weight
+    traces: str = "template"      # cold-start traces: "template" (the toy world's) | "model" (written by
+                                  # the reag_generator role's model, told the answer and relevance, supp. D)
+    trace_tokens: int = 128       # a model trace writer's tokens per trace
     train_examples: int = 1024    # critic tuples the SFT / cold start read (50 % evidence)
     sft_lr: float = 1e-4          # both SFT runs (ReAG: 2e-6 on 3B/7B)
     grpo_steps: int = 30          # GRPO steps from the cold start
@@ -70,7 +75,7 @@ class LadderConfig:
 
     def __post_init__(self):
         ints = ("limit", "critic_steps", "sft_steps", "cold_steps", "train_examples", "grpo_steps",
-                "prompts_per_step", "max_new_tokens", "batch_size")
+                "prompts_per_step", "max_new_tokens", "batch_size", "trace_tokens")
         for name in ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -82,6 +87,8 @@ class LadderConfig:
         if not 0 <= self.alpha <= 1 or not self.sft_lr > 0 or not self.grpo_lr > 0:
             raise ValueError("need 0 <= alpha <= 1, sft_lr > 0 and grpo_lr > 0")
         check_threshold(self.threshold)
+        if self.traces not in TRACE_SOURCES:
+            raise ValueError(f"traces must be one of {TRACE_SOURCES}, got {self.traces!r}")
 
     def fingerprint(self, *fields: str) -> str:
         """Short hash of the given fields (all when none), the seed always included."""

@@ -3,8 +3,9 @@
 - ``train_ladder_critic``: the critic of chapter 21 (``kbvqa.reag.critic_train.train_critic``, 70 % hard /
   30 % soft negatives) with the ladder's budget, from the shipped model.
 - ``training_examples``: the critic tuples (I_q, q, p) of the TRAIN split (50 % evidence, else a
-  negative; ``rl.cold_start_examples``) with templated traces (cold start, Eq. 5) or the answer
-  alone (``<answer>y</answer>``: the "SFT" rung without reasoning).
+  negative; ``rl.cold_start_examples``) with traces (cold start, Eq. 5: templated, or written by the
+  ``reag_generator`` role's model told the answer and relevance, ``LadderConfig.traces``) or the
+  answer alone (``<answer>y</answer>``: the "SFT" rung without reasoning).
 - ``train_generator(kind)``: "sft" (Eq. 5 with alpha = 1, answer tokens only), "cold_start"
   (alpha = 0.8), "rl" (GRPO, Eq. 6-9, on evidence prompts of the train split, from a cold start);
   "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
@@ -25,7 +26,7 @@ from kbvqa.prompts.formats import Example
 from kbvqa.reag import cold_start_examples
 from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
 from kbvqa.reag.rewards import reag_grpo_rewards
-from kbvqa.reag.traces import grpo_prompts
+from kbvqa.reag.traces import grpo_prompts, write_traces
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
@@ -38,11 +39,15 @@ def train_ladder_critic(world, config, vlm=None):
 
 
 def training_examples(world, config, traces: bool) -> list:
-    """Critic tuples of the train split as SFT examples: with templated traces (cold start) or the
+    """Critic tuples of the train split as SFT examples: with traces (cold start; templated, or written
+    by the ``reag_generator`` role's model when ``config.traces == "model"``, ``write_traces``) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
 
     examples = cold_start_examples(world, config.train_examples, seed=config.seed)
     if traces:
+        if config.traces == "model":
+            return write_traces(load_vlm("reag_generator"), world, examples, max_new_tokens=config.trace_tokens,
+                                seed=config.seed, batch_size=config.batch_size)
         return examples
     return [Example(e.prompt, f"<answer>{parse_think_answer(e.completion).answer}</answer>", "sft", meta=e.meta)
             for e in examples]

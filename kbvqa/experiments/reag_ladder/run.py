@@ -20,7 +20,7 @@ from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.models.checkpoints import role_model
-from kbvqa.reag.ladder import LADDER_ROLES, LadderConfig, load_evidence, run_rungs
+from kbvqa.reag.ladder import LADDER_ROLES, TRACE_SOURCES, LadderConfig, load_evidence, run_rungs
 from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung, print_table, summarise, write_results
 
 
@@ -35,6 +35,8 @@ def rung_fingerprint(rung: Rung, config: LadderConfig) -> str:
     fields = ["max_new_tokens"] if rung.oracle else ["k", "threshold", "critic_steps", "max_new_tokens"]
     if rung.generator in ("sft", "cold_start", "rl"):
         fields += ["sft_steps" if rung.generator == "sft" else "cold_steps", "alpha", "train_examples", "sft_lr"]
+    if rung.generator in ("cold_start", "rl") and config.traces != "template":    # templated: as before
+        fields += ["traces", "trace_tokens"]
     if rung.generator == "rl":
         fields += ["grpo_steps", "group_size", "prompts_per_step", "grpo_lr"]
     return f"{rung.name}:{config.fingerprint(*fields)}:" + ",".join(sorted(set(ladder_models().values())))
@@ -72,12 +74,14 @@ def main(argv=None) -> dict:
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rungs", RUNG_BY_NAME, LadderConfig.limit,
                               "first N test queries", RESULTS_DIR, what="rungs")
+    parser.add_argument("--traces", choices=TRACE_SOURCES, default=LadderConfig.traces,
+                        help="who writes the cold start's traces (model: the reag_generator role's)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
-    config = LadderConfig(limit=args.limit, seed=args.seed)
+    config = LadderConfig(limit=args.limit, seed=args.seed, traces=args.traces)
     t0 = time.perf_counter()
     records, log = run_ladder(config, args.out, args.rungs, args.fresh)
     command = "python -m kbvqa.experiments.reag_ladder " + " ".join(argv if argv is not None else sys.argv[1:])
