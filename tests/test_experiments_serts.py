@@ -54,7 +54,7 @@ def test_methods_cover_the_papers_rows():
 
 
 def test_bad_config_and_setup(world):
-    for kwargs in ({"scripted_n": 0}, {"chunk": 0}, {"seeds": ()}, {"tiny_n": -1}):
+    for kwargs in ({"scripted_n": 0}, {"chunk": 0}, {"seeds": ()}, {"model_n": -1}):
         with pytest.raises(ValueError):
             ex.ExperimentConfig(**kwargs)
     with pytest.raises(ValueError):
@@ -119,7 +119,7 @@ def test_summarise_mean_and_spread_over_seeds():
     assert [r["method"] for r in tab3] == [rows["bm25"]["label"], rows["serts_12"]["label"]]
     assert tab3[0]["recall"] == "75.0 ± 50.0" and tab3[1]["paper recall"] == 58.96
     with pytest.raises(ValueError):
-        res.summarise({"tiny": []})
+        res.summarise({"model": []})
 
 
 def test_live_agreement():
@@ -138,12 +138,12 @@ def test_files_and_figures_roundtrip(tmp_path, chunk):
 
     matplotlib.use("Agg")
     records = chunk[1]
-    out = res.summarise({"scripted": records, "tiny": records})
+    out = res.summarise({"scripted": records, "model": records})
     res.write_results(out, tmp_path)
     write_run(tmp_path / "runs" / "scripted.jsonl", {"setup": "scripted"}, records)
     assert res.load_results(tmp_path) == out and res.load_records("scripted", tmp_path) == records
     assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + 2 * len(res.METHODS)
-    assert res.table(out, "tiny", "tab9")[0]["vs reflection Sim 6"] == 1.0
+    assert res.table(out, "model", "tab9")[0]["vs reflection Sim 6"] == 1.0
     from kbvqa.viz.serts import draw_policies, draw_retrieval
 
     fig = draw_retrieval(out)

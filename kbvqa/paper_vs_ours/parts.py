@@ -105,7 +105,8 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
 
 
 # ------------------------------------------------------------------------------ SeRTS
-SERTS_SETUPS = ("reader", "scripted")     # the reader's search when it has run, else the scripted one
+SERTS_SETUPS = ("model", "scripted")      # the model's search when the model is the reader (or a hub
+                                          # checkpoint), else the scripted one: the tiny model's is not used
 
 
 def serts_effects(out: Path | None = None) -> list[Effect]:
@@ -114,15 +115,17 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
     tab3, tab6 = serts_paper.PAPER_TAB3, serts_paper.PAPER_TAB6
     out = Path(out or DATA_DIR / "experiments" / "serts")
     results = load_results(out / "results.json")
-    name = next((n for n in SERTS_SETUPS if n in results["setups"]), None)
+    searcher = evidence_of(results.get("provenance"))        # tiny, reader or hub: proposes (model setup), answers
+    model_counts = searcher in ("reader", "hub")
+    name = next((n for n in SERTS_SETUPS if n in results["setups"] and (n != "model" or model_counts)), None)
     if name is None:
         raise ValueError(f"SeRTS results have none of the setups {SERTS_SETUPS}")
     rows = {r["method"]: r for r in results["setups"][name]["rows"]}
     evidence = evidence_of(results.get("provenance"), scripted=name == "scripted")
     records = load_serts_records(name, out) if (out / "runs" / f"{name}.jsonl").exists() else []
     why = ("scripted proposer and evaluator on the toy literature corpus stand for GPT-3.5; answers are "
-           "written by the tiny model (ROUGE against toy ideal answers)") if name == "scripted" else \
-        "the reader proposes and grades the queries on the toy literature corpus (BioASQ in the paper)"
+           f"written by the {searcher} model (ROUGE against toy ideal answers)") if name == "scripted" else \
+        f"the {searcher} model proposes and grades the queries on the toy literature corpus (BioASQ in the paper)"
     specs = [("SeRTS (Sim 12) vs BM25", "Tab. 3 F1, GPT-3.5", "f1", "bm25", "serts_12",
               (tab3["bm25"]["any"][2], tab3["serts_12"]["gpt-3.5"][2])),
              ("SeRTS vs self-reflection (Sim 12)", "Tab. 3 F1, GPT-3.5", "f1", "reflection_12", "serts_12",

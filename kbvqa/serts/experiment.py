@@ -12,10 +12,11 @@ search with different models (``make_models``):
   gold abstracts with probability 0.5, goes off topic with probability 0.2, ignores the feedback) and
   ``kbvqa.serts.oracle.rubric_evaluator`` grades with the toy App. A rubric: competent parts, so the search
   itself is what is measured. Its "tokens" are words. The analogue of the paper's GPT-3.5 rows.
-- ``tiny``: honesty. The shipped 1.45M-parameter tiny model is proposer and evaluator (temperature 0.7,
-  App. C.2). The analogue of the paper's Llama2-7B rows, on fewer questions (it is slow).
+- ``model``: honesty. The model the ``searcher`` role gives (``kbvqa.models.load_vlm``: the cpu
+  profile's tiny checkpoint until SeRTS moves onto the reader) is proposer and evaluator (temperature
+  0.7, App. C.2). The analogue of the paper's Llama2-7B rows, on fewer questions (it is slow).
 
-In both setups the answer (Tab. 10 prompt) is written by the tiny model with greedy decoding, cached
+In both setups the answer (Tab. 10 prompt) is written by that model with greedy decoding, cached
 per (question, abstracts), so the answer differs between methods only when the abstracts do; ROUGE-2
 and ROUGE-SU4 (recall and F) are against the ideal answers. Questions run in chunks of ``chunk``
 (4); ``run_chunk`` gives every (method, seed, chunk) fresh models seeded by ``seed * 1000 + chunk``,
@@ -39,7 +40,7 @@ from kbvqa.serts.prompts import answer_prompt, vlm_generator
 from kbvqa.serts.results import METHODS, Method
 from kbvqa.serts.search import SeRTSConfig, run_self_reflection, run_serts
 
-SETUPS = ("scripted", "tiny")
+SETUPS = ("scripted", "model")
 
 
 METHOD_BY_NAME = {m.name: m for m in METHODS}
@@ -48,12 +49,12 @@ METHOD_BY_NAME = {m.name: m for m in METHODS}
 @dataclass(frozen=True)
 class ExperimentConfig:
     scripted_n: int = 80          # held-out questions for the scripted setup (of 180)
-    tiny_n: int = 8               # held-out questions for the tiny model (~60 s per chunk and seed)
+    model_n: int = 8              # held-out questions for the model setup (tiny: ~60 s per chunk and seed)
     seeds: tuple = (42, 43, 44)   # the paper's three seeds
     chunk: int = 4                # questions searched together (the unit a live rerun repeats)
     top_k: int = 5                # BM25 abstracts per query
     c: float = 0.1                # C of Eq. 1 for MAX UCB rows
-    max_prompt_abstracts: int = 3  # O_d^anc shown to the proposer (the tiny model's context)
+    max_prompt_abstracts: int = 3  # O_d^anc shown to the proposer (the tiny model's short context)
     temperature: float = 0.7      # proposer / evaluator sampling (App. C.2)
     max_new_tokens: int = 48      # per proposer / evaluator call (they write ~30)
     answer_tokens: int = 48       # per answer (greedy; ideal answers are ~15 words)
@@ -61,8 +62,8 @@ class ExperimentConfig:
     off_topic_prob: float = 0.2   # scripted proposer: chance of an off-topic query
 
     def __post_init__(self):
-        if self.scripted_n < 1 or self.tiny_n < 0 or self.chunk < 1 or not self.seeds:
-            raise ValueError("need scripted_n >= 1, tiny_n >= 0, chunk >= 1 and at least one seed")
+        if self.scripted_n < 1 or self.model_n < 0 or self.chunk < 1 or not self.seeds:
+            raise ValueError("need scripted_n >= 1, model_n >= 0, chunk >= 1 and at least one seed")
 
 
 def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
@@ -70,7 +71,7 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
 
     if setup == "scripted":
         return noisy_reformulator(world, config.include_prob, config.off_topic_prob, seed), rubric_evaluator(world)
-    if setup == "tiny":
+    if setup == "model":
         gen = vlm_generator(vlm, config.max_new_tokens, config.temperature, seed=seed)
         return gen, gen
     raise ValueError(f"setup must be one of {SETUPS}, got {setup!r}")
@@ -148,4 +149,4 @@ def _rounded(rec: dict) -> dict:
 def experiment_questions(world, setup: str, config: ExperimentConfig):
 
     held = lit_question_split(world)[1]
-    return held[: config.scripted_n if setup == "scripted" else config.tiny_n]
+    return held[: config.scripted_n if setup == "scripted" else config.model_n]

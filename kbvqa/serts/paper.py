@@ -34,4 +34,4 @@ PAPER_TAB6 = {"bm25": (25.58, 22.74, 29.63, 26.22), "reflection_12": (26.92, 24.
 PAPER_TAB9 = {"reflection_6": 342_445, "serts_6": 347_359, "reflection_12": 973_113, "serts_12": 679_584}
 
 
-PAPER_MODEL_OF = {"scripted": "gpt-3.5", "tiny": "llama2-7b"}
+PAPER_MODEL_OF = {"scripted": "gpt-3.5", "model": "llama2-7b"}

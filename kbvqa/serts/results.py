@@ -2,7 +2,7 @@
 
 - ``PAPER_TAB3`` / ``PAPER_TAB4`` / ``PAPER_TAB6`` / ``PAPER_TAB9``: SeRTS's tables transcribed (BioASQ
   Task 11b batch 1, mean of seeds 42-44; percentages; Tab. 9 in total generated tokens).
-  ``PAPER_MODEL_OF``: our scripted models stand for GPT-3.5-Turbo (competent parts), the tiny model
+  ``PAPER_MODEL_OF``: our scripted models stand for GPT-3.5-Turbo (competent parts), the model setup
   for Llama2-7B-Chat (the weaker model); Tab. 6 was run with GPT-3.5 (its C = 0.1 row equals Tab. 4's
   GPT-3.5 SeRTS row), Tab. 9 with Llama2.
 - ``summarise(runs)``: per setup and method, the mean over questions for each seed, then mean and
@@ -81,7 +81,7 @@ def _paper(name: str, setup: str) -> dict:
         out.update(zip(("paper_" + k for k in ANSWER_KEYS), t4))
     if setup == "scripted" and name in PAPER_TAB6:
         out.update(zip(("paper_tab6_" + k for k in ANSWER_KEYS), PAPER_TAB6[name]))
-    if setup == "tiny" and name in PAPER_TAB9:
+    if setup == "model" and name in PAPER_TAB9:
         out["paper_tokens"] = PAPER_TAB9[name]
     return out
 

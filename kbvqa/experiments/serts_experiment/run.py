@@ -51,14 +51,14 @@ def main(argv=None) -> dict:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scripted-n", type=int, default=ExperimentConfig.scripted_n)
-    parser.add_argument("--tiny-n", type=int, default=ExperimentConfig.tiny_n)
+    parser.add_argument("--model-n", type=int, default=ExperimentConfig.model_n)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=SETUPS)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     seed_everything(0)
-    config = replace(ExperimentConfig(), scripted_n=args.scripted_n, tiny_n=args.tiny_n)
+    config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n)
     world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
     t0, runs, times = time.perf_counter(), {}, {}
     for setup in args.setups:
