@@ -339,3 +339,7 @@ def test_models_of_a_billion_parameters_train_lora_not_all_weights():
     chosen = FakeVLM()
     prepare_trainable(chosen, {"r": 4, "alpha": 8}, freeze_vision=False, full_finetune_limit=50)
     assert chosen.added == [{"r": 4, "alpha": 8}]
+    # the default limit: the tiny model (1.45M) trains all its weights, the reader (SmolLM2-135M and
+    # its tower) and every hub checkpoint train LoRA adapters
+    from kbvqa.rl.common import FULL_FINETUNE_LIMIT
+    assert 1_450_000 < FULL_FINETUNE_LIMIT <= 135_000_000

@@ -30,6 +30,7 @@ from __future__ import annotations
 from kbvqa.models.checkpoints import GPU_CHECKPOINTS
 from kbvqa.models.encoders import GPU_ENCODER
 from kbvqa.retrieval.subject_grounding import GPU_GROUNDER
+from kbvqa.rl.common import FULL_FINETUNE_LIMIT
 
 GIB = 1024 ** 3
 
@@ -97,10 +98,11 @@ def chapter_memory_gib(loaded: dict, trained_copies=(), trained_in_place=()) -> 
     """Estimated peak GiB of a chapter in the gpu profile: every role it loads (a dict role ->
     checkpoint) in bf16 inference, a role trained in place counted in its training mode instead,
     plus each trained *copy* (``copy.deepcopy`` of a loaded role) in its training mode. The mode of
-    a trained model follows ``kbvqa.rl.common``: LoRA from 1B parameters on, full AdamW below."""
+    a trained model follows ``kbvqa.rl.common``: LoRA from ``FULL_FINETUNE_LIMIT`` parameters on
+    (every hub checkpoint), full AdamW below."""
     def training(checkpoint):
         params = PARAMS_B[checkpoint]
-        return memory_gib(params, "lora" if params >= 1.0 else "full")
+        return memory_gib(params, "lora" if params * 1e9 >= FULL_FINETUNE_LIMIT else "full")
 
     unknown = [c for c in loaded.values() if c not in PARAMS_B]
     if unknown:
