@@ -336,3 +336,50 @@ def test_committed_results_agree_with_their_kb_file():
     assert summarize_build(records) == pytest.approx(results["build"])
     assert all(0 <= v["accuracy"] <= 1 for v in results["accuracy"].values())
     assert {"commit", "date", "model", "command"} <= set(results["provenance"])
+
+
+def test_the_rcts_rows_read_a_reasoners_contexts(tmp_path):
+    """RCTS §3.2 wired into the rows: ``build_for_queries`` builds (resumably) a context for every
+    candidate of the chosen test questions; ``toy_setting(contexts=)`` puts them in the with-context
+    prompts only, and the with-context rows' fingerprints name them."""
+    from kbvqa.data import get_world
+    from kbvqa.experiments.rcts_contexts.run import build_for_queries, candidate_pairs
+    from kbvqa.rcts.context_kb import contexts_of
+    from kbvqa.rcts.runs import ROWS, spec_fingerprint
+    from kbvqa.rcts.settings import load_retrieval, toy_setting
+
+    world = get_world(0)
+    retrieval = load_retrieval(world)
+    pairs = candidate_pairs(world, retrieval, 1)
+    assert {e.id for e in pairs} == {i for i, _ in retrieval["candidates"][world.mc_test[0].id]}
+
+    class Writes:
+        calls = 0
+
+        def generate(self, prompts, n=1, **kwargs):
+            Writes.calls += 1
+            return [["Model context: look at the colour. The answer is A."] * n for _ in prompts]
+
+    kwargs = dict(vlm=Writes(), chunk=8, progress=False, n_candidates=1, n_predictions=1)
+    path = build_for_queries(1, tmp_path / "kb.jsonl", **kwargs)
+    contexts = contexts_of(path)
+    assert set(contexts) == {e.id for e in pairs}
+    calls = Writes.calls
+    build_for_queries(1, path, **kwargs)
+    assert Writes.calls == calls                             # resumed: nothing left to build
+
+    def texts(chat):
+        return "\n".join(p["text"] for turn in chat for p in turn["content"] if p.get("type") == "text")
+
+    given, plain = toy_setting(world, retrieval, limit=1, contexts=contexts), toy_setting(world, retrieval, limit=1)
+    q = given.queries[0]
+    examples = [e for e, _ in given.candidates[q.id][:2]]
+    assert "Model context: look at the colour." in texts(given.builder(True).kshot(q, examples))
+    assert "Model context" not in texts(plain.builder(True).kshot(q, examples))
+    assert texts(given.builder(False).kshot(q, examples)) == texts(plain.builder(False).kshot(q, examples))
+    with_rc = next(r for r in ROWS.values() if r.with_context)
+    without = next(r for r in ROWS.values() if not r.with_context)
+    assert spec_fingerprint(with_rc, given, 0) != spec_fingerprint(with_rc, plain, 0)
+    assert spec_fingerprint(without, given, 0) == spec_fingerprint(without, plain, 0)
+    with pytest.raises(ValueError, match="no reasoning context"):
+        toy_setting(world, retrieval, limit=5, contexts=contexts)

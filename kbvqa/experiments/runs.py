@@ -126,7 +126,7 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
 # than ``kbvqa.models.role_model(role)`` gives today is stale (its part must run again before a chapter
 # shows it), e.g. every table of a role just moved onto the reader (``CPU_READER_ROLES``). Each part has
 # roles of its own, so that parts move one at a time.
-TABLE_ROLES = {"rcts/results.json": ("generator",), "rcts_contexts/results.json": ("reasoner",),
+TABLE_ROLES = {"rcts/results.json": ("generator", "reasoner"), "rcts_contexts/results.json": ("reasoner",),
                "serts/results.json": ("searcher",), "reag/results.json": ("rl_policy", "critic", "reag_generator"),
                "molt/results.json": ("judge",), "pipeline/results.json": ("reag_generator",)}
 

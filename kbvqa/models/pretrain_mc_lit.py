@@ -62,17 +62,23 @@ def mc_question_text(q: Query) -> str:
     return render_prompt("rcts_mc", question=q.question, context=q.context or "N/A", choices=mc_choices(q))
 
 
-def mc_answer_text(q: Query, with_context: bool = False) -> str:
-    """The RCTS answer of ``q``; ``with_context`` adds its reasoning context (the toy solution)."""
+def mc_answer_text(q: Query, with_context: bool = False, context: str | None = None) -> str:
+    """The RCTS answer of ``q``; ``with_context`` adds its reasoning context C_i: ``context`` when
+    given (a model's, RCTS §3.2), else the toy world's worked solution. The reason after BECAUSE is
+    always the worked solution's (the dataset's explanation, as ScienceQA's in the official code)."""
     sentences = q.solution.split(". ")
     reason = sentences[1].rstrip(".") + "." if len(sentences) > 2 else q.solution
     if with_context:
-        return render_prompt("rcts_mc_rc_answer", thought_process=q.solution, letter=q.answer, reason=reason)
+        return render_prompt("rcts_mc_rc_answer", thought_process=q.solution if context is None else context,
+                             letter=q.answer, reason=reason)
     return render_prompt("rcts_mc_answer", letter=q.answer, reason=q.solution)
 
 
-def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = False) -> list[dict]:
-    """System turn, one (user, assistant) pair per example, then the query's user turn."""
+def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = False,
+            contexts: dict[str, str] | None = None) -> list[dict]:
+    """System turn, one (user, assistant) pair per example, then the query's user turn; with
+    ``with_context`` each example's reasoning context is ``contexts[example id]`` where present,
+    else its worked solution (``mc_answer_text``)."""
     name = "rcts_mc_rc" if with_context else "rcts_mc"
 
     def user(item):
@@ -84,7 +90,8 @@ def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = Fa
     turns = []
     for ex in examples:
         turns += [user(ex)[-1], {"role": "assistant",
-                                 "content": [{"type": "text", "text": mc_answer_text(ex, with_context)}]}]
+                                 "content": [{"type": "text", "text": mc_answer_text(
+                                     ex, with_context, (contexts or {}).get(ex.id))}]}]
     return chat[:-1] + turns + chat[-1:]
 
 

@@ -1,12 +1,14 @@
 """A built reasoning-context KB: files, baselines and the reasoning-context accuracy (RCTS Tab. 6).
 
-- ``save_reasoning_kb`` / ``load_reasoning_kb`` / ``load_reasoning_kb_config``: JSONL, one header
-  line (kind "header": format version, the config) then one line per ``ReasoningRecord``, so the
-  RCTS chapters reuse a KB built once.
+- ``save_reasoning_kb`` / ``append_reasoning_kb`` / ``load_reasoning_kb`` / ``load_reasoning_kb_config``
+  / ``reasoning_kb_meta``: JSONL, one header line (kind "header": format version, the config, meta)
+  then one line per ``ReasoningRecord``, so the RCTS chapters reuse a KB built once.
 - ``oracle_records``: the toy world's worked solution (``Query.solution``) as each pair's context.
   It is the *gold* rationale, written by the world's generator, not by a model: an upper reference
   for what a perfect reasoning context gives, never a result of §3.2.
-- ``attach_contexts``: ``Query`` + record -> ``KBExample`` (x_i = (I_i, Q_i, A_i, C_i), §3.1).
+- ``attach_contexts``: ``Query`` + record -> ``KBExample`` (x_i = (I_i, Q_i, A_i, C_i), §3.1);
+  ``contexts_of``: {example id: chosen C_i} of a saved KB, what the RCTS rows' prompts read
+  (``kbvqa.rcts.settings.toy_setting(..., contexts=)``).
 - ``reasoning_context_accuracy``: Tab. 6's measure, the share of pairs whose context leads the
   model to the gold answer, from a fresh answer per pair (greedy by default) with the "Get
   Predicted Answer by Reasoning Context" prompt; one batched call. ``compare_context_sources``
@@ -57,9 +59,20 @@ def save_reasoning_kb(path, records: list[ReasoningRecord], config: ReasoningCon
               "config": asdict(config) if config is not None else None, "meta": meta or {}}
     with path.open("w", encoding="utf-8") as f:
         f.write(json.dumps(header) + "\n")
+    return append_reasoning_kb(path, records)
+
+
+def append_reasoning_kb(path, records: list[ReasoningRecord]) -> Path:
+    """Append records to a file ``save_reasoning_kb`` started (a build in chunks resumes from it)."""
+    with Path(path).open("a", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps({"kind": "record", **r.to_dict()}, ensure_ascii=False) + "\n")
-    return path
+    return Path(path)
+
+
+def reasoning_kb_meta(path) -> dict:
+    """The header's ``meta`` of a KB file (provenance: commit, model, ...)."""
+    return _lines(path)[0].get("meta") or {}
 
 
 def _lines(path) -> list[dict]:
@@ -101,6 +114,11 @@ def attach_contexts(examples: list[Query], records: list[ReasoningRecord]) -> li
     names = [f.name for f in dataclasses.fields(Query)]
     return [KBExample(**{f: getattr(q, f) for f in names}, reasoning_context=by_id[q.id].context)
             for q in examples]
+
+
+def contexts_of(path) -> dict[str, str]:
+    """{example id: its chosen reasoning context} of a KB file written by ``save_reasoning_kb``."""
+    return {r.query_id: r.context for r in load_reasoning_kb(path)}
 
 
 # --- Tab. 6 ----------------------------------------------------------------------------------------

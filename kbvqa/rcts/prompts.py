@@ -69,6 +69,8 @@ class MCPromptBuilder:
     world: Any = None            # toy world: use ``mc_chat`` and its rendered views; None: Query.image
     cfg: Any = None              # PretrainMixConfig (image size, short prompts); default: its defaults
     with_context: bool = False   # examples carry their reasoning context C_i (the RCTS knowledge base)
+    contexts: dict | None = None  # C_i by example id (RCTS §3.2, a reasoner's: kbvqa.rcts.context_kb);
+                                  # None: each example's own (the toy worked solution, a KBExample's)
 
     def __post_init__(self):
         if self.cfg is None:
@@ -87,11 +89,12 @@ class MCPromptBuilder:
 
     def kshot(self, query: Query, examples: list[Query]) -> list[dict]:
         if self.world is not None:
-            return mc_chat(self.world, query, list(examples), self.cfg, self.with_context)
+            return mc_chat(self.world, query, list(examples), self.cfg, self.with_context, self.contexts)
         chat, turns = self._user(query), []
         for ex in examples:
-            if self.with_context and getattr(ex, "reasoning_context", None):
-                ex = _with_solution(ex, ex.reasoning_context)
+            context = (self.contexts or {}).get(ex.id) or getattr(ex, "reasoning_context", None)
+            if self.with_context and context:
+                ex = _with_solution(ex, context)
             turns += [self._user(ex)[-1], _text_turn("assistant", mc_answer_text(ex, self.with_context))]
         return chat[:-1] + turns + chat[-1:]
 

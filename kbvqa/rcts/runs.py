@@ -23,8 +23,9 @@ A record is scored as RCTS's release scores it (``scored_answer``): the letter o
 "The answer is X" parse of the final response (``kbvqa.metrics.scienceqa_parse_choice``, the regex
 of the release's ``ScienceQA_evaluate_acc.py``); the search itself reads answers with
 ``parse_rcts_answer`` (its ``search_answer`` is kept when the two differ).
-Toy-world reasoning contexts are the worked ``solution`` of each KB example (RCTS §3.2 builds them
-with the model; its chapter does that). Leaves out: the CLI, files (``kbvqa.experiments.rcts_toy``),
+Toy-world reasoning contexts are the worked ``solution`` of each KB example unless the setting is
+given a reasoner's (``toy_setting(..., contexts=)``: RCTS §3.2, ``rcts_toy --contexts``; its
+fingerprint then names them). Leaves out: the CLI, files (``kbvqa.experiments.rcts_toy``),
 tables (``kbvqa.rcts.results``).
 """
 from __future__ import annotations
@@ -111,6 +112,8 @@ class Setting:
     builder: Callable[[bool], Any]                    # with_context -> PromptBuilder
     k: int = 3                                        # examples per prompt (paper K = 3)
     rcts_defaults: dict = field(default_factory=dict)  # RCTSConfig fields shared by every RCTS row
+    contexts_id: str = ""                             # hash of the reasoning contexts the with-context
+                                                      # prompts use ("": the examples' own solutions)
 
 
 def _gold(q) -> str | None:
@@ -239,4 +242,6 @@ def spec_fingerprint(spec: RowSpec, setting: Setting, seed: int) -> dict:
     out = {"row": dataclasses.asdict(spec), "seed": seed, "k": setting.k}
     if spec.method == "rcts":
         out["rcts"] = dataclasses.asdict(rcts_config(spec, setting, seed))
+    if spec.with_context and setting.contexts_id:
+        out["contexts"] = setting.contexts_id
     return json.loads(json.dumps(out))    # as it reads back from a file (tuples -> lists)

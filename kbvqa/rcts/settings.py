@@ -24,6 +24,7 @@ Leaves out: the rows and how they run (``kbvqa.rcts.runs``), the run files and t
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -79,9 +80,12 @@ def retrieval_diagnostics(world, retrieval: dict) -> dict:
             "kb_ceiling": kb_ceiling(queries, world.mc_kb)}
 
 
-def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3) -> Setting:
+def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3,
+                contexts: dict[str, str] | None = None) -> Setting:
     """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
-    the cached candidates and ``MCPromptBuilder(world)`` prompts."""
+    the cached candidates and ``MCPromptBuilder(world)`` prompts. ``contexts`` (KB example id ->
+    reasoning context C_i, RCTS §3.2: ``contexts_of`` a reasoner's knowledge base) replace the worked
+    solutions in the with-context prompts; every candidate of the chosen questions must have one."""
 
     kb = {e.id: e for e in world.mc_kb}
     queries = list(world.mc_test)
@@ -90,8 +94,16 @@ def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: i
         queries = [q for q in queries if q.id in wanted]
     queries = queries[:limit] if limit is not None else queries
     candidates = {q.id: [(kb[i], s) for i, s in retrieval["candidates"].get(q.id, [])] for q in queries}
-    builders = {False: MCPromptBuilder(world, with_context=False), True: MCPromptBuilder(world, with_context=True)}
-    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k)
+    if contexts is not None:
+        missing = sorted({e.id for cands in candidates.values() for e, _ in cands} - set(contexts))
+        if missing:
+            raise ValueError(f"no reasoning context for {len(missing)} candidate examples ({missing[:3]}...): build "
+                             "them with python -m kbvqa.experiments.rcts_contexts --for-queries N")
+    builders = {False: MCPromptBuilder(world, with_context=False),
+                True: MCPromptBuilder(world, with_context=True, contexts=contexts)}
+    contexts_id = "" if contexts is None else hashlib.sha256(
+        json.dumps(contexts, sort_keys=True).encode()).hexdigest()[:12]
+    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k, contexts_id=contexts_id)
 
 
 # ------------------------------------------------------------------------------ real data

@@ -13,6 +13,11 @@ candidates with ``toy_context_checks``, and writes
   checks;
 - ``kb.jsonl``: the records (``save_reasoning_kb``), for chapters that reuse them.
 
+With ``--for-queries N`` it instead builds only ``kb_rcts.jsonl``, the contexts the RCTS rows read
+(``rcts_toy --contexts``): one record for every example the first N test questions retrieve
+(``candidate_pairs``), appended in chunks so that an interrupted build resumes (``build_for_queries``;
+``--set n_candidates=2 n_predictions=2`` shrinks N_c, N_p for the CPU).
+
 This package is the experiment's spec: the context sources it compares (``SOURCES``) and the
 folder it writes (``RESULTS_DIR``: ``data/experiments/rcts_contexts/``, ``kbvqa.rcts.context_kb``).
 ``run.py`` runs it (``run``, ``main``); ``__main__.py`` is ``python -m kbvqa.experiments.rcts_contexts``.

@@ -25,8 +25,12 @@ from kbvqa.models import load_vlm
 from kbvqa.rcts.context_kb import (
     RESULTS_DIR,
     answer_letters,
+    append_reasoning_kb,
     compare_context_sources,
+    load_reasoning_kb,
+    load_reasoning_kb_config,
     oracle_records,
+    reasoning_kb_meta,
     save_reasoning_kb,
     summarize_build,
     toy_check_summary,
@@ -74,13 +78,72 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
     return results
 
 
+RCTS_KB = RESULTS_DIR / "kb_rcts.jsonl"
+
+
+def candidate_pairs(world, retrieval: dict, n_queries: int) -> list:
+    """The ``mc_kb`` pairs among the retrieved candidates of the first ``n_queries`` ``mc_test``
+    questions (``retrieval``: ``kbvqa.rcts.settings.load_retrieval``), in ``mc_kb`` order: every
+    example an RCTS row on those questions can put in a prompt."""
+    if n_queries < 1:
+        raise ValueError(f"n_queries must be >= 1, got {n_queries}")
+    wanted = {i for q in world.mc_test[:n_queries] for i, _ in retrieval["candidates"].get(q.id, [])}
+    return [e for e in world.mc_kb if e.id in wanted]
+
+
+def build_for_queries(n_queries: int, out: Path = RCTS_KB, seed: int = 0, threads: int = 1, chunk: int = 64,
+                      vlm=None, progress: bool = True, **overrides) -> Path:
+    """The reasoning-context KB the RCTS rows read (``rcts_toy --contexts``): a record for every
+    candidate of the first ``n_queries`` test questions (``candidate_pairs``), built by the
+    ``reasoner`` role's model with the profile's ``ReasoningContextConfig`` (``overrides`` change it,
+    e.g. ``n_candidates=2``), ``chunk`` pairs at a time appended to ``out``: an interrupted build goes
+    on where it stopped (the same config and model, else it starts again)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from kbvqa.config import progress_enabled
+    from kbvqa.rcts.settings import load_retrieval
+
+    torch.set_num_threads(threads)
+    seed_everything(seed)
+    world = get_world(0)
+    vlm = vlm or load_vlm("reasoner")
+    cfg = ReasoningContextConfig.for_profile(get_profile(), seed=seed, **overrides)
+    pairs = candidate_pairs(world, load_retrieval(world), n_queries)
+    model, out = model_fingerprint(vlm), Path(out)
+    done: set[str] = set()
+    if out.exists() and load_reasoning_kb_config(out) == cfg and reasoning_kb_meta(out).get("model") == model:
+        done = {r.query_id for r in load_reasoning_kb(out)}
+    else:
+        save_reasoning_kb(out, [], cfg, meta={"commit": git_commit(), "model": model, "seed": seed,
+                                              "toyworld_version": TOYWORLD_VERSION, "n_queries": n_queries,
+                                              "command": f"python -m kbvqa.experiments.rcts_contexts "
+                                                         f"--for-queries {n_queries} --seed {seed}"})
+    todo = [p for p in pairs if p.id not in done]
+    with tqdm(total=len(todo), desc="contexts", disable=not progress_enabled(progress) or not todo) as bar:
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            append_reasoning_kb(out, build_reasoning_kb(vlm, part, cfg, progress=False))
+            bar.update(len(part))
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=160, help="first N mc_kb pairs")
+    parser.add_argument("--for-queries", type=int, default=None,
+                        help="instead: build only the KB the RCTS rows read (kb_rcts.jsonl) for the "
+                             "candidates of the first N test questions, resumable")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=INT",
+                        help="ReasoningContextConfig overrides for --for-queries, e.g. n_candidates=2")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.for_queries is not None:
+        overrides = {k: int(v) for k, v in (s.split("=", 1) for s in args.set)}
+        print(build_for_queries(args.for_queries, seed=args.seed, threads=args.threads, **overrides))
+        return
     results = run(args.pairs, args.out, args.seed, args.threads)
     print(json.dumps({k: results[k] for k in ("build", "accuracy")}, indent=1))
 

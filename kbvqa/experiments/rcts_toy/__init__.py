@@ -5,6 +5,11 @@ Run ``python -m kbvqa.experiments.rcts_toy`` (every group) or pick groups and si
     python -m kbvqa.experiments.rcts_toy --groups main --limit 320        # Tab. 2 analogue
     python -m kbvqa.experiments.rcts_toy --groups ablation alpha rollouts diagnostics --sweep-limit 20
 
+The with-context rows show each example's reasoning context C_i: the toy world's worked solution,
+or with ``--contexts data/experiments/rcts_contexts/kb_rcts.jsonl`` the contexts a reasoner wrote
+(RCTS §3.2; ``python -m kbvqa.experiments.rcts_contexts --for-queries 320`` builds them, resumably,
+for every candidate of the first N test questions; the provenance then names the reasoner's model).
+
 It works on the toy world's multiple-choice test split (320 questions; ``--limit`` takes the
 first n) with the ``mc_kb`` split as knowledge base and the shipped model of the active profile, on
 one CPU thread (``--threads``). Each question's record is appended to ``runs/<run>.jsonl`` as soon

@@ -21,6 +21,7 @@ from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
+from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
 from kbvqa.rcts.results import RESULTS_DIR, print_tables, summarise
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
 from kbvqa.rcts.settings import load_retrieval, retrieval_diagnostics, toy_setting
@@ -66,6 +67,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--fresh", action="store_true", help="discard earlier records of the runs")
     parser.add_argument("--recompute-retrieval", action="store_true")
+    parser.add_argument("--contexts", type=Path, default=None,
+                        help="a reasoner's KB (rcts_contexts --for-queries: kb_rcts.jsonl) whose contexts the "
+                             "with-context rows show (RCTS §3.2); default: the toy worked solutions")
     args = parser.parse_args(argv)
     import torch
 
@@ -75,12 +79,19 @@ def main(argv=None) -> dict:
     world = get_world(0)
     retrieval = load_retrieval(world, args.out, args.recompute_retrieval)
     vlm = load_vlm("generator")
+    contexts = contexts_of(args.contexts) if args.contexts else None
+    made_contexts = reasoning_kb_meta(args.contexts) if args.contexts else {}
+    roles = {"generator": model_fingerprint(vlm), **({"reasoner": made_contexts.get("model", "unknown")}
+                                                     if contexts else {})}
     runs = runs_of(args.groups)
     for name in runs:
         limit = args.sweep_limit if ROWS[name].sweep else args.limit
-        run_to_file(name, toy_setting(world, retrieval, limit), vlm, args.out, args.seed, args.fresh)
+        run_to_file(name, toy_setting(world, retrieval, limit, contexts=contexts), vlm, args.out, args.seed, args.fresh)
     results = summarise(args.out, limits={"limit": args.limit, "sweep_limit": args.sweep_limit},
                         provenance=provenance(args.seed, vlm, wall_seconds=round(time.perf_counter() - t0, 1),
+                                              roles=roles,
+                                              contexts={"file": str(args.contexts or "toy worked solutions"),
+                                                        "examples": len(contexts or {}), **made_contexts},
                                               command="python -m kbvqa.experiments.rcts_toy "
                                               + " ".join(argv if argv is not None else sys.argv[1:])),
                         diagnostics=retrieval_diagnostics(world, retrieval))
