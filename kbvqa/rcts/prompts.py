@@ -17,7 +17,9 @@ A prompt builder turns the search's objects into chats and the model's text back
 
 ``MCPromptBuilder`` implements it for multiple choice: with a toy ``world`` it calls
 ``kbvqa.models.pretrain_mc_lit.mc_chat`` (the format the tiny model was trained on, 56 px views);
-without one it builds the same chats from ``Query.image`` (ScienceQA in the gpu profile).
+without one it builds the same chats from ``Query.image`` (ScienceQA in the gpu profile). With
+``with_context`` an example's answer turn carries its reasoning context C_i: ``contexts[example id]``
+(a reasoner's, RCTS §3.2) or a ``KBExample``'s ``reasoning_context``, else its worked solution.
 
 What this file leaves out: the search (``rcts``), the reward arithmetic (``kbvqa.rcts.rewards``).
 """
@@ -92,10 +94,8 @@ class MCPromptBuilder:
             return mc_chat(self.world, query, list(examples), self.cfg, self.with_context, self.contexts)
         chat, turns = self._user(query), []
         for ex in examples:
-            context = (self.contexts or {}).get(ex.id) or getattr(ex, "reasoning_context", None)
-            if self.with_context and context:
-                ex = _with_solution(ex, context)
-            turns += [self._user(ex)[-1], _text_turn("assistant", mc_answer_text(ex, self.with_context))]
+            context = (self.contexts or {}).get(ex.id) or getattr(ex, "reasoning_context", None) or None
+            turns += [self._user(ex)[-1], _text_turn("assistant", mc_answer_text(ex, self.with_context, context))]
         return chat[:-1] + turns + chat[-1:]
 
     def self_check(self, query: Query, response: str) -> list[dict] | None:
@@ -119,11 +119,6 @@ class MCPromptBuilder:
 
     def gold(self, example: Query) -> str | None:
         return example.answers[0] if example.answers else None
-
-
-def _with_solution(ex: Query, solution: str) -> Query:
-    import dataclasses
-    return dataclasses.replace(ex, solution=solution)
 
 
 # ------------------------------------------------------------------------------ counted calls
