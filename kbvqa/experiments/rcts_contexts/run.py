@@ -141,7 +141,12 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     if args.for_queries is not None:
-        overrides = {k: int(v) for k, v in (s.split("=", 1) for s in args.set)}
+        overrides = {}
+        for item in args.set:
+            key, _, value = item.partition("=")
+            if key not in ReasoningContextConfig.__dataclass_fields__ or not value.lstrip("-").isdigit():
+                parser.error(f"--set takes KEY=INT with KEY a ReasoningContextConfig field, got {item!r}")
+            overrides[key] = int(value)
         print(build_for_queries(args.for_queries, seed=args.seed, threads=args.threads, **overrides))
         return
     results = run(args.pairs, args.out, args.seed, args.threads)
