@@ -54,9 +54,9 @@ class FixedLength:
 def report(argv=None) -> dict:
     from kbvqa.data import get_world
     from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.molt.experiment import judge_view
     from kbvqa.molt.run import VisionCounter, run_iterative, run_one_pass
     from kbvqa.molt.sft import SFTDataConfig, sft_candidates
-    from kbvqa.prompts.formats import view_ref
 
     ap = argparse.ArgumentParser(description="MOLT one-pass vs iterative pairwise latency and vision calls.")
     ap.add_argument("--queries", type=int, default=4, help="toy-world test queries")
@@ -80,7 +80,7 @@ def report(argv=None) -> dict:
         counts = {}
         for q in world.kbvqa_test[:args.queries]:
             cands = sft_candidates(world, q, [], SFTDataConfig(n_negatives=n - 1), random.Random(q.id))
-            image = view_ref(world, q.meta["view_id"], 56)
+            image = judge_view(world, q)
             runs = {"one_pass": functools.partial(run_one_pass, model, q.question, image, cands,
                                                   max_new_tokens=one_budget, short=True),
                     "iterative": functools.partial(run_iterative, model, q.question, image, cands,

@@ -11,10 +11,13 @@ The profile is chosen automatically (CUDA present -> gpu), ``KBVQA_PROFILE`` ove
 ``Profile``; they never branch on anything else.
 
 The profile also decides how prompts and pictures look (``Profile.short_prompts``,
-``Profile.image_size``): the cpu profile's short prompt renderings and 56-px views are what the tiny
-VLM was trained on; the gpu profile gives hub checkpoints the papers' own prompts and images at
-their own size. A config field left at ``PROFILE_DEFAULT`` takes the active profile's value when the
-config is made (``resolve_profile_fields``), so one config serves both.
+``Profile.image_size_of(role)``): the cpu profile's short prompt renderings are what both cpu models
+were trained on, and its pictures are shown at the size of the model that plays the role -- 112 px
+for the reader (the roles in ``CPU_READER_ROLES``), 56 px for the tiny VLM (every other role until
+its part moves onto the reader, issue #18); the gpu profile gives hub checkpoints the papers' own
+prompts and images at their own size. A config field left at ``PROFILE_DEFAULT`` takes the active
+profile's value for the config's role when the config is made (``resolve_profile_fields``), so one
+config serves both profiles and both cpu models.
 
 Leaves out: model loading (``kbvqa.models``) and dataset loading (``kbvqa.data``).
 """
@@ -26,6 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROFILES = ("cpu", "gpu")
+
+#: The roles the shipped reader plays in the cpu profile (``kbvqa.models.load_vlm``); every other
+#: role loads the tiny checkpoint until its part's experiments are re-run on the reader. Issue #18
+#: moves them part by part: each part asks for roles of its own (RCTS generator + reasoner, SeRTS
+#: searcher, ReAG rl_policy + critic, MOLT judge, the end-to-end pipeline reag_generator), so one
+#: part can move at a time. It lives here, below the models, because it also sets the picture size.
+CPU_READER_ROLES = frozenset({"reader"})
+READER_IMAGE_SIZE = 112   # the reader's vision tower input (the toy world's own size): pixels a side
+TINY_IMAGE_SIZE = 56      # the tiny VLM's views: the 112-px view downscaled, boxes scaled with it
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,30 +98,51 @@ class Profile:
 
     @property
     def image_size(self) -> int | None:
-        """cpu: the tiny VLM's 56-px views; gpu: None, images at their own size (the hub processors
-        resize them)."""
-        return None if self.is_gpu else 56
+        """The picture size of a role the tiny VLM plays: ``image_size_of(None)``."""
+        return self.image_size_of(None)
+
+    def image_size_of(self, role: str | None) -> int | None:
+        """Pixels a side of the pictures shown to the model that plays ``role``: gpu, None (images at
+        their own size; the hub processors resize them); cpu, ``READER_IMAGE_SIZE`` for a role the
+        reader plays (``plays_reader``), else the tiny VLM's ``TINY_IMAGE_SIZE``."""
+        if self.is_gpu:
+            return None
+        return READER_IMAGE_SIZE if plays_reader(role) else TINY_IMAGE_SIZE
+
+
+def plays_reader(role: str | None) -> bool:
+    """Whether the shipped reader plays ``role`` in the cpu profile (``role in CPU_READER_ROLES``,
+    read when called, so a test may patch the set)."""
+    return role is not None and role in CPU_READER_ROLES
 
 
 PROFILE_DEFAULT = "profile"     # a config's short_prompts / image_size left at this: the active profile's
 
 
-def profile_value(name: str, value, profile: Profile | None = None):
-    """``value``, or the profile's ``short_prompts`` / ``image_size`` (``name``) when ``value`` is
-    ``PROFILE_DEFAULT``: the same rule as ``resolve_profile_fields``, for a function's argument."""
+PROFILE_FIELDS = ("short_prompts", "image_size")
+
+
+def profile_value(name: str, value, profile: Profile | None = None, role: str | None = None):
+    """``value``, or the profile's ``short_prompts`` / ``image_size`` (``name``) for the model that
+    plays ``role`` when ``value`` is ``PROFILE_DEFAULT``: the rule of ``resolve_profile_fields``, for
+    a function's argument."""
+    if name not in PROFILE_FIELDS:
+        raise ValueError(f"profile field must be one of {PROFILE_FIELDS}, got {name!r}")
     if isinstance(value, str) and value == PROFILE_DEFAULT:
-        return getattr(profile if profile is not None else get_profile(), name)
+        profile = profile if profile is not None else get_profile()
+        return profile.image_size_of(role) if name == "image_size" else profile.short_prompts
     return value
 
 
-def resolve_profile_fields(config, profile: Profile | None = None) -> None:
+def resolve_profile_fields(config, profile: Profile | None = None, role: str | None = None) -> None:
     """Give the ``short_prompts`` and ``image_size`` fields of ``config`` (a dataclass, frozen or not;
     call it first in ``__post_init__``) that are left at ``PROFILE_DEFAULT`` the value of ``profile``
-    (default: the active one, ``get_profile()``)."""
-    for name in ("short_prompts", "image_size"):
-        if isinstance(getattr(config, name, None), str) and getattr(config, name) == PROFILE_DEFAULT:
-            profile = profile if profile is not None else get_profile()
-            object.__setattr__(config, name, getattr(profile, name))
+    (default: the active one, ``get_profile()``) for the model that plays ``role`` (the config's
+    part's role, e.g. ``"critic"``; None: the tiny VLM's sizes)."""
+    for name in PROFILE_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, str) and value == PROFILE_DEFAULT:
+            object.__setattr__(config, name, profile_value(name, value, profile, role))
 
 
 def get_profile(name: str | None = None) -> Profile:

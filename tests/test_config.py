@@ -105,6 +105,31 @@ def test_profile_decides_prompts_and_pictures(monkeypatch):
     assert profile_value("short_prompts", PROFILE_DEFAULT) is False
 
 
+def test_picture_size_follows_the_model_that_plays_the_role(monkeypatch):
+    """cpu: 112 px for a role the reader plays, 56 px for the tiny VLM's; gpu: native for every role."""
+    from kbvqa.config import PROFILE_DEFAULT, READER_IMAGE_SIZE, TINY_IMAGE_SIZE, plays_reader, profile_value
+
+    cpu, gpu = Profile("cpu", "cpu", 1.0, 10), Profile("gpu", "cuda", 4.0, 10)
+    assert plays_reader("reader") and not plays_reader("judge") and not plays_reader(None)
+    assert cpu.image_size_of("reader") == READER_IMAGE_SIZE == 112 and cpu.image_size_of("judge") == TINY_IMAGE_SIZE
+    assert cpu.image_size == TINY_IMAGE_SIZE and gpu.image_size_of("reader") is None
+    monkeypatch.setattr(config, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
+    assert plays_reader("judge") and cpu.image_size_of("judge") == 112 and cpu.image_size_of("critic") == 56
+    assert profile_value("image_size", PROFILE_DEFAULT, cpu, role="judge") == 112
+    assert profile_value("image_size", 84, cpu, role="judge") == 84        # an explicit value stays
+    assert profile_value("short_prompts", PROFILE_DEFAULT, cpu, role="judge") is True   # both cpu models: short
+    with pytest.raises(ValueError, match="profile field"):
+        profile_value("batch_size", PROFILE_DEFAULT, cpu)
+
+
+def test_reader_picture_size_is_the_shipped_readers_input():
+    import json
+
+    from kbvqa.config import DATA_DIR, READER_IMAGE_SIZE
+
+    assert json.loads((DATA_DIR / "reader" / "reader.json").read_text())["architecture"]["image_size"] == READER_IMAGE_SIZE
+
+
 def test_progress_bars_off_in_the_book_build(monkeypatch):
     from kbvqa.config import progress_enabled
 

@@ -225,6 +225,7 @@ def test_load_vlm_reader_role(monkeypatch):
 def test_role_model_names_the_weights_load_vlm_gives_without_loading_them(monkeypatch):
     """A run that loads its models itself records them in its provenance by ``role_model``: the same
     string ``model_fingerprint`` gives of the loaded model, in each profile."""
+    import kbvqa.config as kbvqa_config
     from kbvqa.config import Profile
     from kbvqa.experiments.runs import model_fingerprint, provenance
     from kbvqa.models import checkpoints
@@ -235,7 +236,7 @@ def test_role_model_names_the_weights_load_vlm_gives_without_loading_them(monkey
     tiny = model_fingerprint(load_tiny_vlm())
     assert checkpoints.role_model("generator", cpu) == tiny and tiny.startswith("tiny_vlm:")
     assert checkpoints.role_model("reader", cpu) == f"reader:{reader_fingerprint()}"
-    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "generator"}))
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "generator"}))
     assert checkpoints.role_model("generator", cpu) == f"reader:{reader_fingerprint()}"
     assert checkpoints.role_model("judge", gpu) == checkpoints.gpu_checkpoint("judge")
     with pytest.raises(ValueError, match="unknown model role"):

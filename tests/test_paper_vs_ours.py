@@ -225,6 +225,7 @@ def test_no_committed_table_was_made_with_another_reader(tmp_path):
 
 def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypatch):
     """Moving a role onto the reader (``CPU_READER_ROLES``) makes its tables stale until they run again."""
+    import kbvqa.config as kbvqa_config
     from kbvqa.config import Profile
     from kbvqa.experiments.runs import TABLE_ROLES, stale_tables, table_role_models
     from kbvqa.models import checkpoints
@@ -238,9 +239,9 @@ def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypa
 
     assert stale_tables(made_by, role_model) == {}, "re-run these tables with the model their role gives"
     reader = f"reader:{reader_fingerprint()}"
-    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
     assert stale_tables(made_by, role_model) == {"molt/results.json": (made_by["molt/results.json"]["judge"], reader)}
-    monkeypatch.setattr(checkpoints, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # a second role counts
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # a second role counts
     assert stale_tables(made_by, role_model) == {"reag/results.json": (made_by["reag/results.json"]["critic"], reader)}
 
 

@@ -17,8 +17,9 @@
 
 Importing this package registers the image-only Qwen processors with ``AutoProcessor``.
 """
+from kbvqa.config import CPU_READER_ROLES
 from kbvqa.models.chat import chat_images, make_chat
-from kbvqa.models.checkpoints import CPU_READER_ROLES, GPU_CHECKPOINTS, gpu_checkpoint, load_vlm, role_model
+from kbvqa.models.checkpoints import GPU_CHECKPOINTS, gpu_checkpoint, load_vlm, role_model
 from kbvqa.models.encoders import (
                                    GPU_ENCODER,
                                    ClipEncoders,

@@ -15,7 +15,7 @@ Leaves out: the cpu checkpoints (``kbvqa.reader``, ``kbvqa.models.tiny``), loadi
 """
 from __future__ import annotations
 
-from kbvqa.config import get_profile
+from kbvqa.config import get_profile, plays_reader
 from kbvqa.experiments.runs import model_fingerprint
 from kbvqa.models.tiny import load_tiny_vlm
 from kbvqa.models.vlm import VLM
@@ -46,12 +46,6 @@ PAPER_MODELS = {
     "rl_policy_large": "Qwen2.5-VL-3B/7B (ReAG GRPO), scaled down for one GPU",
 }
 
-
-#: The roles the shipped reader plays in the cpu profile; every other role loads the tiny checkpoint
-#: until its part's experiments are re-run on the reader (issue #18 moves them part by part: each
-#: part asks for roles of its own, RCTS generator + reasoner, SeRTS searcher, ReAG rl_policy +
-#: critic, MOLT judge, the end-to-end pipeline reag_generator, so one part can move at a time).
-CPU_READER_ROLES = frozenset({"reader"})
 
 OVERRIDE_VARIABLE = "KBVQA_CHECKPOINTS"
 
@@ -97,15 +91,15 @@ def gpu_checkpoint(role: str) -> str:
 def load_vlm(role: str = "generator", profile=None, **kwargs):
     """The model a chapter uses for ``role`` in the active profile. In the cpu profile: the shipped
     reader (``kbvqa.reader``: SmolLM2-135M-Instruct + our vision tower) for the roles in
-    ``CPU_READER_ROLES``, the shipped tiny checkpoint for every other role (chapters fine-tune copies;
-    they move to the reader as their experiments are re-run on it). In the gpu profile: the hub checkpoint of
-    ``gpu_checkpoint(role)`` on the profile's device. This is the one place where the profile decides
-    which weights a notebook gets."""
+    ``kbvqa.config.CPU_READER_ROLES``, the shipped tiny checkpoint for every other role (chapters
+    fine-tune copies; they move to the reader as their experiments are re-run on it). In the gpu
+    profile: the hub checkpoint of ``gpu_checkpoint(role)`` on the profile's device. This is the one
+    place where the profile decides which weights a notebook gets."""
     gpu_checkpoint(role)  # validates the role in both profiles
     profile = profile or get_profile()
     if profile.is_gpu:
         return VLM.from_pretrained(gpu_checkpoint(role), device=profile.device, **kwargs)
-    if role in CPU_READER_ROLES:
+    if plays_reader(role):
         return load_reader(**kwargs)
     return load_tiny_vlm(**kwargs)
 
@@ -118,4 +112,4 @@ def role_model(role: str, profile=None) -> str:
     profile = profile or get_profile()
     if profile.is_gpu:
         return gpu_checkpoint(role)
-    return f"reader:{reader_fingerprint()}" if role in CPU_READER_ROLES else model_fingerprint(None)   # tiny
+    return f"reader:{reader_fingerprint()}" if plays_reader(role) else model_fingerprint(None)   # tiny

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbvqa.config import get_profile
 from kbvqa.models import pretrain_mc_lit as mc_lit
 from kbvqa.models.pretrain_counterfactual import kbvqa_counterfactual
 from kbvqa.prompts import formats as tasks
@@ -120,6 +121,18 @@ class PretrainMixConfig:
             lo, hi = getattr(self, name)
             if not 1 <= lo <= hi:
                 raise ValueError(f"{name} must be (min, max) with 1 <= min <= max")
+
+
+def role_mix_config(role: str | None, profile=None, **overrides) -> PretrainMixConfig:
+    """The prompt format of the model that plays ``role`` in ``profile`` (default: the active one):
+    the profile's prompt renderings and its picture size for that role (``Profile.image_size_of``:
+    cpu, 112 px for the reader, 56 px for the tiny VLM; gpu, the papers' prompts at native size).
+    The prompts a part builds for a model -- to ask it or to train it -- come from here, so they
+    match what that model was trained on."""
+
+    profile = profile if profile is not None else get_profile()
+    fields = {"short_prompts": profile.short_prompts, "image_size": profile.image_size_of(role)}
+    return PretrainMixConfig(**{**fields, **overrides})
 
 
 def make_example(world, task: str, rng: random.Random, config: PretrainMixConfig | None = None) -> Example:

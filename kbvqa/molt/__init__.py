@@ -40,6 +40,7 @@ from kbvqa.molt.experiment import (  # noqa: E402
            evaluate_one_pass,
            evaluate_one_shot,
            grpo_tasks,
+           judge_view,
            scripted_records,
 )
 from kbvqa.molt.paper import PAPER_RECALL  # noqa: E402
@@ -50,7 +51,8 @@ from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 
 __all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "VisionCounter", "candidate_sets",
             "chain_validity", "difficulty_table", "doc_image_of", "eval_sets", "evaluate_one_pass",
-            "evaluate_one_shot", "format_wiki", "gold_ranks", "ground_crop", "grpo_tasks", "ladder_survival",
+            "evaluate_one_shot", "format_wiki", "gold_ranks", "ground_crop", "grpo_tasks", "judge_view",
+            "ladder_survival",
             "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",
             "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "rounds_played",
             "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]

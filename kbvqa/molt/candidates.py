@@ -70,7 +70,7 @@ class CandidateConfig:
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="judge")
         for name in ("k", "n"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -245,11 +245,12 @@ def stage_recall(queries: Sequence, sets: Sequence[CandidateSet]) -> dict[str, f
 
 
 # ------------------------------------------------------------------------------ the toy world
-def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT):
+def doc_image_of(world, size: int | None | str = PROFILE_DEFAULT, role: str = "judge"):
     """The document image the candidates carry: the page's main picture at ``size`` px (default: the
-    profile's, 56 px for the tiny model on the cpu, native on the gpu)."""
+    profile's for the model that plays ``role``, the tournament's judge: on the cpu 56 px for the
+    tiny model, 112 px for the reader; native on the gpu)."""
 
-    size = profile_value("image_size", size)
+    size = profile_value("image_size", size, role=role)
     return lambda d: view_ref(world, d.meta["image_id"], size)
 
 

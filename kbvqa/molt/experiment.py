@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
+from kbvqa.config import get_profile
 from kbvqa.data import get_world
 from kbvqa.molt.grpo import MOLTTask
 from kbvqa.molt.ladder import ladder_schedule, listing_order, one_shot_prompt, student_prompt
@@ -146,8 +147,8 @@ def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed
     schedules = [ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
                  for it in items]
     world = _world()
-    prompts = [student_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), it.candidates, s,
-                              short=True) for it, s in zip(items, schedules)]
+    prompts = [student_prompt(it.query.question, _query_image(world, it), it.candidates, s,
+                              short=_judge_short()) for it, s in zip(items, schedules)]
     outs = vlm.generate(prompts, n=1, max_new_tokens=config.max_new_tokens, temperature=0.0, seed=seed,
                         stop="</evidence>", include_stop=True, batch_size=16)
     return [_record(it, str(o[0]), s, molt_reward(str(o[0]), s, it.gold_id))
@@ -159,7 +160,7 @@ def evaluate_one_shot(vlm, items, seed: int = 0) -> list[dict]:
 
     world, records = _world(), []
     ordered = [sorted(it.candidates, key=lambda c: -c.score) for it in items]
-    prompts = [one_shot_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), c, short=True)
+    prompts = [one_shot_prompt(it.query.question, _query_image(world, it), c, short=_judge_short())
                for it, c in zip(items, ordered)]
     outs = vlm.generate(prompts, n=1, max_new_tokens=8, temperature=0.0, seed=seed, batch_size=16)
     for it, cands, o in zip(items, ordered, outs):
@@ -175,6 +176,21 @@ def _world():
     return get_world(0)
 
 
+def judge_view(world, query):
+    """The query's view as the tournament's judge sees it: at the picture size of the model that
+    plays ``judge`` (``Profile.image_size_of``: 56 px for the tiny model, 112 px for the reader)."""
+
+    return view_ref(world, query.meta["view_id"], get_profile().image_size_of("judge"))
+
+
+def _query_image(world, item):
+    return judge_view(world, item.query)
+
+
+def _judge_short() -> bool:
+    return get_profile().short_prompts
+
+
 def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
     """GRPO prompts: train queries' candidate sets with the weak-to-strong schedule (as inference)."""
 
@@ -182,7 +198,7 @@ def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
     tasks = []
     for it in items:
         s = ladder_schedule([c.id for c in it.candidates], "weak_to_strong", [c.score for c in it.candidates])
-        prompt = student_prompt(it.query.question, view_ref(world, it.query.meta["view_id"], 56), it.candidates, s,
-                                short=True)
+        prompt = student_prompt(it.query.question, _query_image(world, it), it.candidates, s,
+                                short=_judge_short())
         tasks.append(MOLTTask(prompt, tuple(s), it.gold_id))
     return tasks

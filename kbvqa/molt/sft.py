@@ -53,7 +53,7 @@ class SFTDataConfig:
     seed: int = 0                 # shuffles and ids repeat exactly
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="judge")    # the SFT set teaches the tournament's judge
         if not isinstance(self.n_negatives, int) or self.n_negatives < 1:
             raise ValueError(f"n_negatives must be an int >= 1 (N = n_negatives + 1 >= 2), got {self.n_negatives!r}")
 

@@ -73,7 +73,7 @@ class PipelineConfig:
     seed: int = 0
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="reag_generator")   # the model every stage of the pipeline asks
 
         for name, value, allowed in (("retrieval", self.retrieval, RETRIEVALS), ("rerank", self.rerank, RERANKS),
                                      ("reader", self.reader, READERS), ("order", self.order, ORDERS)):

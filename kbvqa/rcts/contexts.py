@@ -98,12 +98,13 @@ class ReasoningContextConfig:
     @classmethod
     def for_profile(cls, profile=None, **overrides) -> ReasoningContextConfig:
         """The paper's sizes in the gpu profile; in the cpu profile N_c = N_p = 4, short prompts,
-        56 px images, short outputs and 8 pairs per call (the tiny model's training format)."""
+        the reasoner's picture size (56 px for the tiny model, 112 px for the reader), short outputs
+        and 8 pairs per call (the cpu models' training format)."""
 
         profile = profile or get_profile()
         sizes = {} if profile.is_gpu else dict(
             n_candidates=4, n_predictions=4, max_context_tokens=64, max_answer_tokens=16,
-            short_prompts=True, image_size=56, pairs_per_call=8, batch_size=32)
+            short_prompts=True, image_size=profile.image_size_of("reasoner"), pairs_per_call=8, batch_size=32)
         return cls(**{**sizes, **overrides})
 
     @classmethod

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from kbvqa.data.schema import Query, option_letters
 from kbvqa.models.pretrain_mc_lit import mc_answer_text, mc_chat, mc_choices, mc_question_text
-from kbvqa.models.pretrain_mix import PretrainMixConfig
+from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.parsers import parse_rcts_answer
 from kbvqa.prompts import render_chat
 from kbvqa.prompts.formats import view_ref
@@ -69,14 +69,15 @@ class MCPromptBuilder:
     """Multiple-choice prompts in RCTS's format (App. C.2); see the module docstring."""
 
     world: Any = None            # toy world: use ``mc_chat`` and its rendered views; None: Query.image
-    cfg: Any = None              # PretrainMixConfig (image size, short prompts); default: its defaults
+    cfg: Any = None              # PretrainMixConfig (image size, short prompts); default: the format of
+                                 # the model playing "generator" (kbvqa.models.pretrain_mix.role_mix_config)
     with_context: bool = False   # examples carry their reasoning context C_i (the RCTS knowledge base)
     contexts: dict | None = None  # C_i by example id (RCTS §3.2, a reasoner's: kbvqa.rcts.context_kb);
                                   # None: each example's own (the toy worked solution, a KBExample's)
 
     def __post_init__(self):
         if self.cfg is None:
-            self.cfg = PretrainMixConfig()
+            self.cfg = role_mix_config("generator")
 
     def _image(self, q: Query):
         if self.world is not None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from kbvqa.data import load_dataset, load_knowledge_base
 from kbvqa.experiments.runs import provenance
 from kbvqa.models.encoders import get_encoders
+from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.rcts.diagnostics import kb_ceiling, retrieval_hit_rate
 from kbvqa.rcts.prompts import MCPromptBuilder
 from kbvqa.rcts.results import RESULTS_DIR
@@ -99,8 +100,9 @@ def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: i
         if missing:
             raise ValueError(f"no reasoning context for {len(missing)} candidate examples ({missing[:3]}...): build "
                              "them with python -m kbvqa.experiments.rcts_contexts --for-queries N")
-    builders = {False: MCPromptBuilder(world, with_context=False),
-                True: MCPromptBuilder(world, with_context=True, contexts=contexts)}
+    cfg = role_mix_config("generator")     # the prompts and pictures of the model that answers them
+    builders = {False: MCPromptBuilder(world, cfg, with_context=False),
+                True: MCPromptBuilder(world, cfg, with_context=True, contexts=contexts)}
     contexts_id = "" if contexts is None else hashlib.sha256(
         json.dumps(contexts, sort_keys=True).encode()).hexdigest()[:12]
     return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k, contexts_id=contexts_id)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 
 from kbvqa.data.schema import Passage, Query
-from kbvqa.models.pretrain_mix import PretrainMixConfig
+from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.prompts.formats import (
     NO_EVIDENCE_THOUGHT,
     UNKNOWN,
@@ -78,7 +78,7 @@ def cold_start_examples(world, n: int, seed: int = 0, positive_rate: float = 0.5
         raise ValueError(f"n must be an int >= 0, got {n!r}")
     if not 0 <= positive_rate <= 1:
         raise ValueError(f"positive_rate must be in [0, 1], got {positive_rate!r}")
-    cfg = cfg or PretrainMixConfig()
+    cfg = cfg or role_mix_config("rl_policy")   # the format of the generator it trains
     pool = list(queries if queries is not None else world.kbvqa_train)
     if n and not pool:
         raise ValueError("no queries to build examples from")

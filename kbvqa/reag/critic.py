@@ -56,7 +56,7 @@ class CriticConfig:
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="critic")
         check_threshold(self.threshold)
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
@@ -68,10 +68,11 @@ class CriticConfig:
     @classmethod
     def for_profile(cls, profile=None, **overrides) -> CriticConfig:
         """The config of ``profile`` (a ``Profile``, a name, or None: the active one): cpu, the short
-        prompt at 56 px (the tiny model); gpu, the paper's prompt and native images."""
+        prompt at the critic's picture size (56 px for the tiny model, 112 px for the reader); gpu, the
+        paper's prompt and native images."""
 
         prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
-        return cls(**{"short_prompts": prof.short_prompts, "image_size": prof.image_size, **overrides})
+        return cls(**{"short_prompts": prof.short_prompts, "image_size": prof.image_size_of("critic"), **overrides})
 
 
 def passage_text(passage) -> str:

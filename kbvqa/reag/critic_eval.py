@@ -125,14 +125,16 @@ def threshold_sweep(items: Sequence[tuple], scores: Sequence[Sequence[float]], t
 
 
 def generator_judge(vlm, short: bool | str = PROFILE_DEFAULT, image_size: int | None | str = PROFILE_DEFAULT,
-                    max_new_tokens: int = 48,
-                    batch_size: int = 16) -> Callable[[list[tuple]], list[bool]]:
+                    max_new_tokens: int = 48, batch_size: int = 16,
+                    role: str = "rl_policy") -> Callable[[list[tuple]], list[bool]]:
     """A judge for ``threshold_sweep``: ``vlm`` answers ReAG's generator prompt greedily (no
     passage -> question and image alone); the answer, extracted by supp. B's chain
     (``parse_think_answer``), is scored by the official scorer of its kind
-    (``kbvqa.metrics.official_correct``)."""
+    (``kbvqa.metrics.official_correct``). ``short`` and ``image_size`` default to the profile's for
+    the model that plays ``role`` (the generator, ``rl_policy``)."""
 
-    short, image_size = profile_value("short_prompts", short), profile_value("image_size", image_size)
+    short = profile_value("short_prompts", short, role=role)
+    image_size = profile_value("image_size", image_size, role=role)
 
     def judge(pairs: list[tuple]) -> list[bool]:
         if not pairs:

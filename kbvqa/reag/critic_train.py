@@ -56,7 +56,7 @@ class CriticTrainConfig:
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="critic")
         for name in ("steps", "batch_size", "threads", "log_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -146,9 +146,10 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
     """Greedy answers of ``generator`` on ``rung`` (ReAG generator prompt with the rung's passages),
     one record per query, its answer scored by the official scorer of its kind
     (``kbvqa.metrics.official_correct``) and tagged with its split."""
-    cc = CriticConfig.for_profile()
+    profile = get_profile()   # the generator's prompt and pictures: those of the model playing rl_policy
+    short, size = profile.short_prompts, profile.image_size_of("rl_policy")
     passages = [rung_passages(rung, evidence[q.id]) for q in queries]
-    prompts = [generator_prompt(q, [world.passage(p) for p in ps], cc.short_prompts, cc.image_size)
+    prompts = [generator_prompt(q, [world.passage(p) for p in ps], short, size)
                for q, ps in zip(queries, passages)]
     outputs = generator.generate(prompts, n=1, max_new_tokens=config.max_new_tokens, temperature=0.0,
                                  seed=config.seed, batch_size=config.batch_size) if prompts else []

@@ -20,6 +20,7 @@ import copy
 import time
 
 from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.models.vlm import VLM
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts.formats import Example
@@ -43,11 +44,12 @@ def training_examples(world, config, traces: bool) -> list:
     by the ``reag_generator`` role's model when ``config.traces == "model"``, ``write_traces``) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
 
-    examples = cold_start_examples(world, config.train_examples, seed=config.seed)
+    examples = cold_start_examples(world, config.train_examples, seed=config.seed, cfg=role_mix_config("rl_policy"))
     if traces:
         if config.traces == "model":
             return write_traces(load_vlm("reag_generator"), world, examples, max_new_tokens=config.trace_tokens,
-                                seed=config.seed, batch_size=config.batch_size)
+                                seed=config.seed, batch_size=config.batch_size,
+                                cfg=role_mix_config("reag_generator"))
         return examples
     return [Example(e.prompt, f"<answer>{parse_think_answer(e.completion).answer}</answer>", "sft", meta=e.meta)
             for e in examples]
@@ -76,7 +78,8 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step,
                          steps=config.grpo_steps, max_new_tokens=config.max_new_tokens, lr=config.grpo_lr,
                          seed=config.seed, progress=False)
-        out = grpo_train(vlm, grpo_prompts(world, pool), pool, cfg, **reag_grpo_rewards())
+        out = grpo_train(vlm, grpo_prompts(world, pool, role_mix_config("rl_policy")), pool, cfg,
+                         **reag_grpo_rewards())
         k = min(5, len(out.accuracy_reward))
         log[kind] = {"steps": config.grpo_steps, "accuracy_reward_first5": round(sum(out.accuracy_reward[:k]) / k, 4),
                      "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4)}

@@ -25,7 +25,7 @@ from kbvqa.config import get_profile
 from kbvqa.data.schema import Query
 from kbvqa.metrics import official_correct
 from kbvqa.models.checkpoints import load_vlm
-from kbvqa.models.pretrain_mix import PretrainMixConfig
+from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts import render_chat
 from kbvqa.prompts.formats import UNKNOWN, Example, kbvqa_answer_text, kbvqa_prompt
@@ -55,9 +55,10 @@ def _worked_example(world, relevant: bool) -> dict:
 
 
 def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, cfg=None) -> list[dict]:
-    """ReAG supp. D's trace-generation chat for (I_q, q, p, y) with the target ``answer``."""
+    """ReAG supp. D's trace-generation chat for (I_q, q, p, y) with the target ``answer`` (``cfg``:
+    the writer's format, ``role_mix_config("reag_generator")`` by default)."""
 
-    cfg = cfg or PretrainMixConfig()
+    cfg = cfg or role_mix_config("reag_generator")
     image = _prompt_image(kbvqa_prompt(world, q, [passage], "reag", cfg))
     slots = {}
     for k, ex in ((1, _worked_example(world, True)), (2, _worked_example(world, False))):
@@ -68,9 +69,11 @@ def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, c
 
 
 def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: int = 256,
-                 seed: int = 0, batch_size: int = 8) -> list[Example]:
+                 seed: int = 0, batch_size: int = 8, cfg=None) -> list[Example]:
     """Cold-start examples whose traces the ``teacher`` VLM wrote (greedy); the answers are kept.
-    ``teacher=None`` (cpu profile) keeps the templated traces."""
+    ``teacher=None`` (cpu profile) keeps the templated traces. ``cfg`` (a ``PretrainMixConfig``) is
+    the format of the teacher's own prompt (``role_mix_config`` of its role); the examples' prompts,
+    which the student trains on, are kept as they are."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
     if teacher is None:
@@ -83,7 +86,7 @@ def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: in
         answer = parse_think_answer(ex.completion).answer
         answers.append(answer)
         chats.append(trace_writer_prompt(world, q, world.passage(ex.meta["passage_ids"][0]),
-                                         ex.meta["relevant"], answer))
+                                         ex.meta["relevant"], answer, cfg))
     outputs = teacher.generate(chats, n=1, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed,
                                batch_size=batch_size) if chats else []
     out = []
@@ -103,9 +106,10 @@ def load_trace_writer(profile=None):
 
 
 def grpo_prompts(world, queries: Sequence[Query], cfg=None) -> list[list[dict]]:
-    """ReAG generator prompts (I_q, q, p) with each query's evidence passage."""
+    """ReAG generator prompts (I_q, q, p) with each query's evidence passage (``cfg``: the policy's
+    format, ``role_mix_config("rl_policy")`` by default)."""
 
-    cfg = cfg or PretrainMixConfig()
+    cfg = cfg or role_mix_config("rl_policy")
     return [kbvqa_prompt(world, q, [world.passage(q.evidence_ids[0])], "reag", cfg) for q in queries]
 
 

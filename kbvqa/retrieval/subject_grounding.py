@@ -51,7 +51,7 @@ class GroundingConfig:
     batch_size: int = 16
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="critic")   # the cpu grounder is the critic role's model
         if self.text not in ("question", "subject"):
             raise ValueError(f"text must be 'question' or 'subject', got {self.text!r}")
         if self.image_size is not None and self.image_size < 1 or self.max_new_tokens < 1 or self.batch_size < 1:

@@ -74,7 +74,7 @@ class SeRTSConfig:
     seed: int = 0                 # random policy's generator (generation seeds are the generator's)
 
     def __post_init__(self):
-        resolve_profile_fields(self)
+        resolve_profile_fields(self, role="searcher")
         if not isinstance(self.sim, int) or self.sim < 1:
             raise ValueError(f"sim must be an int >= 1, got {self.sim!r}")
         if not isinstance(self.branching, int) or self.branching < 1:
