@@ -139,3 +139,59 @@ def test_the_cold_start_can_learn_from_the_judge_as_its_own_teacher():
     trained = train_cold_start(world, config, vlm=judge, log=log)
     assert trained is judge and log["sft"]["teacher"] == "model" and log["sft"]["teacher_seconds"] >= 0
     assert math.isfinite(log["sft"]["loss_start"])
+
+
+def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    """Every finished row and trained judge is kept in the work folder: a rerun trains only what is
+    missing, and a judge read back answers exactly as the one that was trained."""
+    import torch
+
+    import kbvqa.experiments.molt_training.run as run
+    from kbvqa.data import get_world
+    from kbvqa.experiments.molt_training.work import WorkFolder, run_fingerprint
+    from kbvqa.models import build_tiny_vlm
+
+    torch.set_num_threads(1)
+
+    def judge():
+        return build_tiny_vlm("qwen2_vl", texts=["[1] [2] [3] [4] [5] <think> </think> <winner> </winner> the"],
+                              seed=0, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                              intermediate_size=64, vision_width=32, vision_depth=1)
+
+    calls = []
+    real_cold, real_grpo = run.train_cold_start, run.train_grpo
+
+    def cold_start(world, config, log=None):
+        calls.append("cold")
+        return real_cold(world, config, vlm=judge(), log=log)
+
+    def grpo(cold, world, config, with_proc, log=None):
+        calls.append("full" if with_proc else "no_proc")
+        if with_proc and len(calls) == 3:
+            raise KeyboardInterrupt("the session ended")
+        return real_grpo(cold, world, config, with_proc, log=log)
+
+    monkeypatch.setattr(run, "load_vlm", lambda role: judge())
+    monkeypatch.setattr(run, "train_cold_start", cold_start)
+    monkeypatch.setattr(run, "train_grpo", grpo)
+    config = MOLTExperimentConfig(limit=2, sft_queries=2, sft_steps=1, grpo_steps=1, group_size=2,
+                                  prompts_per_step=1, max_new_tokens=8)
+    work = WorkFolder(tmp_path, run_fingerprint(config, "test-judge"))
+    with pytest.raises(KeyboardInterrupt):
+        run.run_experiment(config, work)
+    assert calls == ["cold", "no_proc", "full"]
+    assert work.rows("sft_tournament") is not None and work.rows("grpo_full_weak_to_strong") is None
+    assert work.has_model("cold") and work.has_model("grpo_no_proc") and not work.has_model("grpo_full")
+
+    rows, log = run.run_experiment(config, work)
+    assert calls == ["cold", "no_proc", "full", "full"], "the rerun trains only the missing judge"
+    judge_rows = [n for n in rows if not n.startswith("scripted_")]
+    assert judge_rows[:4] == ["zero_shot_one_shot", "zero_shot_tournament", "sft_tournament",
+                              "grpo_no_proc_tournament"] and len(judge_rows) == 7
+    assert {"sft", "grpo_no_proc", "grpo_full", "row_seconds"} <= set(log)
+    restored = work.load_model("cold", judge())
+    items = eval_sets(get_world(0), get_world(0).kbvqa_test, config.gap, config.seed)[: config.limit]
+    again = run.evaluate_one_pass(restored, items, "weak_to_strong", config, config.seed)
+    assert [r["output"] for r in again] == [r["output"] for r in rows["sft_tournament"]]
+    assert WorkFolder(tmp_path, run_fingerprint(config, "test-judge"), fresh=True).rows("sft_tournament") is None
+    assert run_fingerprint(config, "another judge") != run_fingerprint(config, "test-judge")

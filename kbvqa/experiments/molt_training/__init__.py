@@ -4,7 +4,9 @@ Run ``python -m kbvqa.experiments.molt_training [--limit N] [--threads 1]`` (~10
 thread; ``make experiments``). ``run_experiment`` plays the scripted judges over every test query,
 evaluates the shipped judge zero-shot, trains the SFT cold start (``train_cold_start``) and GRPO from
 it with and without R_proc (``train_grpo``), evaluates each, and ``main`` writes
-``data/experiments/molt/``. The settings, evaluation sets, scripted judges, evaluators and GRPO tasks
+``data/experiments/molt/``. Each finished row and trained judge is kept in a work folder out of the
+repository (``work.py``; ``--work``, ``--fresh``), so a run cut off by the end of a session resumes
+when the same command runs again. The settings, evaluation sets, scripted judges, evaluators and GRPO tasks
 are in ``kbvqa.molt.experiment`` (the design is described there).
 
 This package is the experiment's spec: its settings (``MOLTExperimentConfig``), the scripted

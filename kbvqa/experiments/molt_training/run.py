@@ -2,8 +2,10 @@
 
 The runner of ``python -m kbvqa.experiments.molt_training``: ``run_experiment`` plays the scripted
 judges, evaluates the shipped judge zero-shot, trains the cold start (``train_cold_start``) and GRPO
-with and without R_proc (``train_grpo``) and evaluates each; ``main`` parses the command line, runs
-it and writes the tables with their provenance.
+with and without R_proc (``train_grpo``) and evaluates each, keeping every finished stage in a work
+folder (``work.py``) so that a rerun resumes; ``main`` parses the command line, runs it and writes
+the tables with their provenance (``wall_seconds``: this invocation's; the training log keeps
+every stage's seconds, ``row_seconds`` for the evaluated rows, whichever invocation ran it).
 
 Leaves out: what the experiment is, its rows and folder (this package's ``__init__``), the settings,
 evaluation sets, scripted judges and evaluators (``kbvqa.molt.experiment``), tables (``kbvqa.molt.results``).
@@ -15,9 +17,11 @@ import copy
 import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
+from kbvqa.experiments.molt_training.work import WorkFolder, default_work_root, run_fingerprint
 from kbvqa.experiments.runs import provenance
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
@@ -74,33 +78,74 @@ def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: 
     return vlm
 
 
-def run_experiment(config: MOLTExperimentConfig) -> tuple[dict, dict]:
-    """{row name: records} for every row of Tab. 5/6 (tiny model and scripted) and the training log."""
+# The judge's rows, in the order the experiment makes them (the scripted rows come before them).
+JUDGE_ROWS = ["zero_shot_one_shot", "zero_shot_tournament", "sft_tournament", "grpo_no_proc_tournament",
+              *[f"grpo_full_{order}" for order in ORDERS]]
 
-    world, log, rows = get_world(0), {}, {}
+
+def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None) -> tuple[dict, dict]:
+    """{row name: records} for every row of Tab. 5/6 (the judge's and scripted) and the training log.
+
+    With a ``work`` folder every finished row and trained judge is saved there at once and read back
+    by a rerun (``work.py``): a run cut off by the end of a session goes on where it stopped."""
+
+    world, rows = get_world(0), {}
+    log = work.log() if work is not None else {}
     items_all = eval_sets(world, world.kbvqa_test, config.gap, config.seed)
     for error in ERRORS:
         for order in ORDERS:
             rows[f"scripted_{error}_{order}"] = scripted_records(items_all, order, error, config.seed)
     items = items_all[: config.limit]
+    for name in JUDGE_ROWS:
+        done = work.rows(name) if work is not None else None
+        if done is not None:
+            rows[name] = done
+            print(f"  {name}: {sum(r['correct'] for r in done)}/{len(done)} (resumed)", flush=True)
 
     def step(name, fn):
+        if name in rows:
+            return
         t0 = time.perf_counter()
         rows[name] = fn()
+        log.setdefault("row_seconds", {})[name] = round(time.perf_counter() - t0, 1)
+        if work is not None:
+            work.save_rows(name, rows[name])
+            work.save_log(log)
         print(f"  {name}: {sum(r['correct'] for r in rows[name])}/{len(rows[name])} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
 
-    base = load_vlm("judge")
-    step("zero_shot_one_shot", lambda: evaluate_one_shot(base, items, config.seed))
-    step("zero_shot_tournament", lambda: evaluate_one_pass(base, items, "weak_to_strong", config, config.seed))
-    cold = train_cold_start(world, config, log=log)
-    step("sft_tournament", lambda: evaluate_one_pass(cold, items, "weak_to_strong", config, config.seed))
-    no_proc = train_grpo(cold, world, config, with_proc=False, log=log)
-    step("grpo_no_proc_tournament", lambda: evaluate_one_pass(no_proc, items, "weak_to_strong", config, config.seed))
-    full = train_grpo(cold, world, config, with_proc=True, log=log)
-    for order in ORDERS:
-        step(f"grpo_full_{order}", lambda order=order: evaluate_one_pass(full, items, order, config, config.seed))
-    return rows, log
+    def pending(*names):
+        return any(n not in rows for n in names)
+
+    def trained(name, train):
+        """The judge of stage ``name``: read back from ``work`` when a run saved it, else trained and saved."""
+        if work is not None and work.has_model(name):
+            return work.load_model(name, load_vlm("judge"))
+        vlm = train()
+        if work is not None:
+            work.save_model(name, vlm)
+            work.save_log(log)
+        return vlm
+
+    if pending("zero_shot_one_shot", "zero_shot_tournament"):
+        base = load_vlm("judge")
+        step("zero_shot_one_shot", lambda: evaluate_one_shot(base, items, config.seed))
+        step("zero_shot_tournament", lambda: evaluate_one_pass(base, items, "weak_to_strong", config, config.seed))
+        del base
+    no_proc_rows, full_rows = ["grpo_no_proc_tournament"], [f"grpo_full_{order}" for order in ORDERS]
+    if pending("sft_tournament", *no_proc_rows, *full_rows):
+        cold = trained("cold", lambda: train_cold_start(world, config, log=log))
+        step("sft_tournament", lambda: evaluate_one_pass(cold, items, "weak_to_strong", config, config.seed))
+        if pending(*no_proc_rows):
+            no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log))
+            step(no_proc_rows[0], lambda: evaluate_one_pass(no_proc, items, "weak_to_strong", config, config.seed))
+            del no_proc
+        if pending(*full_rows):
+            full = trained("grpo_full", lambda: train_grpo(cold, world, config, with_proc=True, log=log))
+            for order in ORDERS:
+                step(f"grpo_full_{order}", lambda order=order: evaluate_one_pass(full, items, order, config,
+                                                                                 config.seed))
+    return {name: rows[name] for name in [n for n in rows if n.startswith("scripted_")] + JUDGE_ROWS}, log
 
 
 def main(argv=None) -> dict:
@@ -111,14 +156,19 @@ def main(argv=None) -> dict:
                         help="who writes the cold start's transcripts")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
+    parser.add_argument("--work", type=Path, default=default_work_root(),
+                        help="where finished rows and trained judges are kept for a rerun to resume")
+    parser.add_argument("--fresh", action="store_true", help="redo every stage (empties this run's work folder)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     config = MOLTExperimentConfig(limit=args.limit, seed=args.seed, teacher=args.teacher)
+    work = WorkFolder(args.work, run_fingerprint(config, role_model("judge")), fresh=args.fresh)
+    print(f"work folder: {work.dir}", flush=True)
     t0 = time.perf_counter()
-    records, log = run_experiment(config)
+    records, log = run_experiment(config, work)
     command = "python -m kbvqa.experiments.molt_training " + " ".join(argv if argv is not None else sys.argv[1:])
     results = summarise(records, config=asdict(config), training=log,
                         provenance=provenance(args.seed, model=role_model("judge"),
