@@ -101,6 +101,27 @@ def test_config_validation_and_fingerprints():
         ladder.run_rungs(None, [], {}, base, rungs=["no_such_rung"])
 
 
+def test_the_evidence_follows_the_critic_model(monkeypatch):
+    """``evidence.json`` (retrieval and P(Yes), read by chapters 24 and 30) is reused only while the
+    critic role's model is the one that scored it: moving the critic recomputes it, and every pipeline
+    row (which reads it) runs again."""
+    import json
+
+    import kbvqa.config as kbvqa_config
+    from kbvqa.experiments.pipeline_ablation.run import evidence_models, row_fingerprint
+    from kbvqa.pipeline.results import EVIDENCE_FILE, ROWS
+
+    committed = json.loads(EVIDENCE_FILE.read_text())
+    assert committed["fingerprint"] == ladder.evidence_fingerprint(LadderConfig()), "committed evidence is current"
+    assert evidence_models() == (committed["fingerprint"], committed["critic_model"])
+    before, row_before = ladder.evidence_fingerprint(LadderConfig()), row_fingerprint(ROWS[0])
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
+    assert ladder.evidence_fingerprint(LadderConfig()) != before
+    assert row_fingerprint(ROWS[0]) == row_before, "the rows change with the evidence file, not the role alone"
+    monkeypatch.setattr("kbvqa.experiments.pipeline_ablation.run.evidence_models", lambda: ("new-evidence", "x"))
+    assert row_fingerprint(ROWS[0]) != row_before
+
+
 # ------------------------------------------------------------------------------ evaluation
 def test_evaluate_scores_with_the_task_reward(world):
     queries = world.kbvqa_test[:6]

@@ -128,7 +128,8 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
 # roles of its own, so that parts move one at a time.
 TABLE_ROLES = {"rcts/results.json": ("generator", "reasoner"), "rcts_contexts/results.json": ("reasoner",),
                "serts/results.json": ("searcher",), "reag/results.json": ("rl_policy", "critic", "reag_generator"),
-               "molt/results.json": ("judge",), "pipeline/results.json": ("reag_generator",)}
+               "molt/results.json": ("judge",),
+               "pipeline/results.json": ("reag_generator", "critic")}   # the critic's scores: ReAG's evidence.json
 
 
 def table_role_models(root: Path | None = None) -> dict[str, dict[str, str]]:

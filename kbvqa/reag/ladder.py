@@ -8,7 +8,7 @@
 - ``retrieve_evidence``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the profile's
   grounder) and the critic's P(Yes) of every retrieved passage; ``load_evidence`` reads it from /
   writes it to ``evidence.json`` (passage ids and P(Yes), so the chapter reuses the committed critic
-  scores without retraining the critic).
+  scores without retraining the critic) under ``evidence_fingerprint`` (settings + critic model).
 - ``evaluate``: greedy answers of a generator on one rung, scored by the official scorer of each
   question's kind (``kbvqa.metrics.official_correct``: InfoSeek pointwise, E-VQA multi-answer IoU;
   ReAG's task reward only trains); ``run_rungs``: the records of some rungs, the generators
@@ -34,7 +34,7 @@ from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
 from kbvqa.metrics import kbvqa_split_of, official_correct
-from kbvqa.models.checkpoints import load_vlm
+from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
 from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
@@ -165,11 +165,18 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
 
 
 # ------------------------------------------------------------------------------ the run
+def evidence_fingerprint(config: LadderConfig) -> str:
+    """What ``evidence.json`` depends on: the retrieval and critic settings and the model of the
+    ``critic`` role (it scores every passage, and grounds the query on the cpu), so moving the critic
+    onto another model recomputes the evidence instead of reusing the old critic's scores."""
+    return f"{config.fingerprint('k', 'threshold', 'critic_steps')}:{role_model('critic')}"
+
+
 def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None) -> dict:
     """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
     (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
-    critic scores without retraining the critic); recomputed when the settings changed."""
-    key = config.fingerprint("k", "threshold", "critic_steps")   # chapter 30 reads the committed scores by it
+    critic scores without retraining the critic); recomputed when ``evidence_fingerprint`` changed."""
+    key = evidence_fingerprint(config)     # chapter 30's pipeline rows depend on it too
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
     have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
     missing = [q for q in queries if q.id not in have]
@@ -181,7 +188,8 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
             log["critic"] = {"steps": config.critic_steps, "seconds": round(time.perf_counter() - t0, 1)}
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(json.dumps({"fingerprint": key, "queries": have}, separators=(",", ":")))
+            Path(path).write_text(json.dumps({"fingerprint": key, "critic_model": role_model("critic"),
+                                              "queries": have}, separators=(",", ":")))
     return {q.id: have[q.id] for q in queries}
 
 

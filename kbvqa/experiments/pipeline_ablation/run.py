@@ -2,7 +2,7 @@
 
 The runner of ``python -m kbvqa.experiments.pipeline_ablation``: ``run_ablation`` resumes or runs
 every row into ``runs/<row>.jsonl`` under its fingerprint (``row_fingerprint``: the row's
-``PipelineConfig``); ``main`` parses the command line, runs the rows and writes the table with its
+``PipelineConfig``, the reader's model and the evidence file it reads, ``evidence_models``); ``main`` parses the command line, runs the rows and writes the table with its
 provenance.
 
 Leaves out: what the experiment is, its rows and folders (this package's ``__init__``), the
@@ -33,9 +33,18 @@ from kbvqa.pipeline.results import (
 )
 
 
+def evidence_models(path: Path = EVIDENCE_FILE) -> tuple[str, str]:
+    """(fingerprint, critic model) of the stage inputs every row reads (ReAG's ``evidence.json``);
+    an evidence file from before it named its critic was made by the ``model`` of ReAG's table."""
+    stored = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    return stored.get("fingerprint", ""), stored.get("critic_model", "unknown")
+
+
 def row_fingerprint(row: Row) -> str:
-    """What a row's records depend on: its settings and the model ``load_vlm("reag_generator")`` gives."""
-    return f"{row.name}:{role_model('reag_generator')}:" + json.dumps(asdict(row.config), sort_keys=True)
+    """What a row's records depend on: its settings, the model ``load_vlm("reag_generator")`` gives and
+    the stage inputs (retrieval and P(Yes), ``evidence_models``: new evidence reruns every row)."""
+    return (f"{row.name}:{role_model('reag_generator')}:{evidence_models()[0]}:"
+            + json.dumps(asdict(row.config), sort_keys=True))
 
 
 def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
@@ -78,6 +87,8 @@ def main(argv=None) -> dict:
     command = "python -m kbvqa.experiments.pipeline_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     results = summarise(records, seconds=seconds, stage_inputs=str(EVIDENCE_FILE.relative_to(DATA_DIR.parent)),
                         provenance=provenance(args.seed, model=role_model("reag_generator"),
+                                              roles={"reag_generator": role_model("reag_generator"),
+                                                     "critic": evidence_models()[1]},
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
     write_results(results, args.out)
