@@ -165,3 +165,28 @@ def test_committed_results():
     assert scripted["serts_12"]["recall"][0] > scripted["bm25"]["recall"][0] + 0.2   # the mechanism works
     records = res.load_records("scripted")
     assert {r["id"] for r in records} and len(records) == out["setups"]["scripted"]["n"] * 3 * len(res.METHODS)
+
+
+def test_a_setup_resumes_from_the_chunks_its_file_holds(tmp_path, world, monkeypatch):
+    """Each finished (chunk, seed) is appended as it ends; a rerun of the same setup, settings and
+    model runs only the missing ones, a line cut by a killed run included, and gives the same records."""
+    from dataclasses import replace
+
+    import kbvqa.experiments.serts_experiment.run as runner
+
+    config = replace(ex.ExperimentConfig(), scripted_n=4, chunk=2, seeds=(42, 43))
+    path = tmp_path / "runs" / "scripted.jsonl"
+    full = runner.run_setup("scripted", world, FakeAnswerer(), config, log=lambda *_: None, path=path)
+    assert res.load_records("scripted", tmp_path) == full
+    lines = path.read_text().splitlines()
+    per_unit = 2 * len(res.METHODS)
+    path.write_text("\n".join(lines[:1 + 2 * per_unit] + [lines[1 + 2 * per_unit][:40]]) + "\n")  # killed mid-write
+
+    calls = []
+    real = runner.run_chunk
+    monkeypatch.setattr(runner, "run_chunk", lambda *a, **k: calls.append((a[5], a[4])) or real(*a, **k))
+    again = runner.run_setup("scripted", world, FakeAnswerer(), config, log=lambda *_: None, path=path)
+    assert calls == [(1, 42), (1, 43)] and again == full and res.load_records("scripted", tmp_path) == full
+    calls.clear()
+    runner.run_setup("scripted", world, FakeAnswerer(), replace(config, top_k=3), log=lambda *_: None, path=path)
+    assert len(calls) == 4, "other settings: every chunk runs again"

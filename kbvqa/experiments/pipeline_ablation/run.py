@@ -2,8 +2,8 @@
 
 The runner of ``python -m kbvqa.experiments.pipeline_ablation``: ``run_ablation`` resumes or runs
 every row into ``runs/<row>.jsonl`` under its fingerprint (``row_fingerprint``: the row's
-``PipelineConfig``, the reader's model and the evidence file it reads, ``evidence_models``); ``main`` parses the command line, runs the rows and writes the table with its
-provenance.
+``PipelineConfig``, the reader's model and the evidence file it reads, ``evidence_models``);
+``main`` parses the command line, runs the rows and writes the table with its provenance.
 
 Leaves out: what the experiment is, its rows and folders (this package's ``__init__``), the
 pipeline (``kbvqa.pipeline``), the rows' runs, stage inputs and the table (``kbvqa.pipeline.results``).

@@ -1,8 +1,9 @@
 """SeRTS experiments on the toy literature (Tab. 3, 4, 6 and 9 analogues): the script behind chapter 17.
 
 The runner of ``python -m kbvqa.experiments.serts_experiment``: ``run_setup`` plays every chunk and
-seed of one setup, ``write_run`` writes its ``runs/<setup>.jsonl``; ``main`` parses the command line,
-runs the setups and writes the summary with its provenance.
+seed of one setup, appending each to its ``runs/<setup>.jsonl`` as it finishes, and a rerun resumes
+from the ones there (``resumed_units``: same setup, settings and model); ``main`` parses the command
+line, runs the setups and writes the summary with its provenance (``setup_seconds``: this run's).
 
 Leaves out: what the experiment is, its setups and folder (this package's ``__init__``), the
 methods, models and per-chunk records (``kbvqa.serts.experiment``), tables (``kbvqa.serts.results``).
@@ -18,24 +19,63 @@ from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data.toyworld import get_world
-from kbvqa.experiments.runs import provenance
+from kbvqa.experiments.runs import model_fingerprint, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
 from kbvqa.serts.results import METHODS, RESULTS_DIR, print_tables, summarise, write_results
 
 
-def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS, log=print) -> list[dict]:
-    """All chunks and seeds of one setup (records in chunk, seed, method order)."""
+def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS, log=print,
+              path: Path | None = None) -> list[dict]:
+    """All chunks and seeds of one setup (records in chunk, seed, method order). With ``path`` (its
+    ``runs/<setup>.jsonl``) every finished (chunk, seed) is appended at once and a rerun of the same
+    setup, settings and model (the file's header) skips the ones already there: resumable."""
     questions = experiment_questions(world, setup, config)
+    header = {"setup": setup, "config": asdict(config), "model": model_fingerprint(vlm),
+              "methods": [m.name for m in methods]}
+    starts = list(range(0, len(questions), config.chunk))
+    sizes = {chunk: len(questions[start:start + config.chunk]) for chunk, start in enumerate(starts)}
+    done = resumed_units(path, header, len(methods), sizes) if path is not None else {}
+    if path is not None:
+        write_run(path, header, [r for unit in sorted(done) for r in done[unit]])
     records, t0 = [], time.perf_counter()
-    for chunk, start in enumerate(range(0, len(questions), config.chunk)):
+    for chunk, start in enumerate(starts):
         cache = {}                       # per chunk: BM25 / gold answers are shared by its seeds
         for seed in config.seeds:
-            records += run_chunk(setup, world, vlm, questions[start:start + config.chunk], seed, chunk, config,
-                                 methods, cache)
+            if (chunk, seed) in done:
+                records += done[(chunk, seed)]
+                continue
+            new = run_chunk(setup, world, vlm, questions[start:start + config.chunk], seed, chunk, config,
+                            methods, cache)
+            records += new
+            if path is not None:
+                with path.open("a") as f:
+                    f.write("".join(json.dumps(r) + "\n" for r in new))
         log(f"{setup}: {min(start + config.chunk, len(questions))}/{len(questions)} questions, "
-            f"{time.perf_counter() - t0:.0f} s")
+            f"{time.perf_counter() - t0:.0f} s" + (f" ({len(done)} chunk-seeds resumed)" if done else ""))
     return records
+
+
+def resumed_units(path: Path, header: dict, n_methods: int, sizes: dict[int, int]) -> dict[tuple, list[dict]]:
+    """{(chunk, seed): records} of the units a previous run wrote to ``path`` in full (one record per
+    method and question of the chunk) under the same ``header``; {} for another header or no file. A
+    line cut by a killed run is ignored, and so is its unit."""
+    if not Path(path).exists():
+        return {}
+    lines = Path(path).read_text().splitlines()
+    try:
+        if json.loads(lines[0])["header"] != json.loads(json.dumps(header)):    # tuples come back as lists
+            return {}
+    except (IndexError, ValueError, KeyError, TypeError):
+        return {}
+    units: dict[tuple, list[dict]] = {}
+    for line in lines[1:]:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        units.setdefault((r["chunk"], r["seed"]), []).append(r)
+    return {u: rs for u, rs in units.items() if u[0] in sizes and len(rs) == n_methods * sizes[u[0]]}
 
 
 def write_run(path: Path, header: dict, records: list[dict]) -> None:
@@ -63,9 +103,8 @@ def main(argv=None) -> dict:
     t0, runs, times = time.perf_counter(), {}, {}
     for setup in args.setups:
         t = time.perf_counter()
-        runs[setup] = run_setup(setup, world, vlm, config)
+        runs[setup] = run_setup(setup, world, vlm, config, path=args.out / "runs" / f"{setup}.jsonl")
         times[setup] = round(time.perf_counter() - t, 1)
-        write_run(args.out / "runs" / f"{setup}.jsonl", {"setup": setup, "config": asdict(config)}, runs[setup])
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
                       setup_seconds=times,
                       command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
