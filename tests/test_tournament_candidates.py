@@ -167,3 +167,53 @@ def test_eq12_coarse_and_eq13_fusion_by_hand(toy):
     fused = pipeline.fuse(q.image, q.question, coarse)
     assert [d for d, _ in fused] == sorted(scores, key=lambda d: -scores[d])[:4]
     assert all(abs(x - scores[d]) < 1e-3 for d, x in fused)
+
+
+class SectionOf:
+    """A fake extractor model that names, for each Table 13 prompt, the section ``pick(prompt)`` gives."""
+
+    def __init__(self, pick):
+        self.pick, self.calls = pick, []
+
+    def generate(self, prompts, n=1, batch_size=16, **kwargs):
+        self.calls.append(len(prompts))
+        return [[str(self.pick(p))] for p in prompts]
+
+
+def test_a_model_extractor_reads_every_querys_documents_in_batched_calls(toy):
+    """``candidate_sets(..., extractor_model=m)``: one batched generate for every (query, document);
+    each candidate is the section the model named; a model that names the gold section everywhere
+    gives the oracle's candidates, and ``model_extraction`` measures the agreement."""
+    from kbvqa.experiments.molt_candidates.run import model_extraction
+    from kbvqa.molt.candidates import candidate_sets, model_sections, pipeline_for
+
+    world, pipeline = toy
+    queries = world.kbvqa_test[:5]
+    always_one = SectionOf(lambda prompt: 1)
+    sets = candidate_sets(world, pipeline, queries, extractor_model=always_one)
+    assert always_one.calls == [5 * 4]                       # 5 queries x 4 documents, one call
+    assert all(c.passage_id == world.document(c.doc_id).passages[1].id for s in sets for c in s.candidates)
+
+    section_of_text = {p.text: p.section for d in world.documents for p in d.passages}
+
+    def gold_section(prompt):      # the numbered section whose passage is in the gold passage's section
+        text = "\n".join(p.get("text", "") for m in prompt for p in m["content"] if p["type"] == "text")
+        q = next(q for q in queries if q.question in text)
+        gold = world.passage(q.evidence_ids[0]).section
+        lines = [line.split("] ", 1) for line in text.splitlines() if line.startswith("[") and "] " in line]
+        return next((int(m[1:]) for m, body in lines if section_of_text.get(body) == gold), 0)
+
+    def passages(sets):
+        return [[c.passage_id for c in s.candidates] for s in sets]
+    oracle = candidate_sets(world, pipeline, queries)
+    assert passages(candidate_sets(world, pipeline, queries, extractor_model=SectionOf(gold_section))) == \
+        passages(oracle)
+    assert model_sections(always_one, []) == []
+
+    measured = model_extraction(world, always_one, every=len(world.kbvqa_test) // 3, n=2, k=4)
+    assert measured["queries"] == 3 or measured["queries"] == 4
+    assert measured["documents"] == 2 * measured["queries"] and 0 <= measured["section_agreement"] <= 1
+    assert measured["passage_recall_model"] <= measured["passage_recall_oracle"]
+    with pytest.raises(ValueError):
+        model_extraction(world, always_one, every=0)
+    assert pipeline_for(world, k=4).config.n == 4

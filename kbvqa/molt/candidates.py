@@ -21,9 +21,10 @@ ids "1".."N" in fusion order unless ``random_ids``); ``stage_recall`` is Recall@
 the N extracted passages.
 
 On the toy world (chapters 25-26 and the full-split experiment): ``pipeline_for(world)`` builds the
-pipeline over the toy knowledge base (``doc_image_of``: each page's main picture at the tiny model's
-size), ``candidate_sets`` runs it with the oracle extractor, and ``load_results`` reads the committed
-Recall@K curves and gold ranks, ``data/experiments/molt/candidates.json``.
+pipeline over the toy knowledge base (``doc_image_of``: each page's main picture at the judge's
+size), ``candidate_sets`` runs it with the oracle extractor or a model's (``model_sections``,
+batched), and ``load_results`` reads the committed Recall@K curves and gold ranks,
+``data/experiments/molt/candidates.json``.
 
 Leaves out: the ladder (``kbvqa.molt.ladder``), the encoders' training, the model's training, running
 the full-split experiment and writing its table (``python -m kbvqa.experiments.molt_candidates``).
@@ -51,8 +52,8 @@ from kbvqa.retrieval.multilevel import DocumentIndex
 from kbvqa.retrieval.subject import expand_box
 
 __all__ = ["CandidateConfig", "CandidatePipeline", "CandidateSet", "GroundedImage", "candidate_sets", "doc_image_of",
-           "format_wiki", "ground_crop", "load_results", "model_extractor", "model_grounder", "oracle_extractor",
-           "pipeline_for", "stage_recall", "valid_box"]
+           "extraction_prompt", "format_wiki", "ground_crop", "load_results", "model_extractor", "model_grounder",
+           "model_sections", "oracle_extractor", "pipeline_for", "section_of", "stage_recall", "valid_box"]
 
 Ranking = list[tuple[str, float]]
 RESULTS = Path(__file__).resolve().parents[2] / "data" / "experiments" / "molt" / "candidates.json"
@@ -138,17 +139,38 @@ def model_grounder(model, short: bool | str = PROFILE_DEFAULT, max_new_tokens: i
     return ground
 
 
+def extraction_prompt(question: str, query_image, document, short: bool) -> list[dict]:
+    """Table 13's chat: the query image, the question and the document's sections numbered 0..M-1."""
+    return render_chat("molt_passage_extraction", images=[query_image], short=short, question=question,
+                       formatted_wiki_content=format_wiki(document))
+
+
+def section_of(reply: str, document) -> int:
+    """The section a Table 13 reply names; an invalid reply gives 0 (ours: the paper does not say)."""
+    k = parse_candidate_number(str(reply), 0, len(document.passages) - 1)
+    return 0 if k is None else k
+
+
 def model_extractor(model, short: bool | str = PROFILE_DEFAULT, max_new_tokens: int = 6) -> Callable:
     """An extractor ``(question, query_image, document) -> section index`` (Table 13); an
     invalid reply gives 0 (``short``: the profile's rendering by default)."""
     short = profile_value("short_prompts", short)
 
     def extract(question: str, query_image, document) -> int:
-        prompt = render_chat("molt_passage_extraction", images=[query_image], short=short, question=question,
-                             formatted_wiki_content=format_wiki(document))
-        k = parse_candidate_number(_reply(model, prompt, max_new_tokens), 0, len(document.passages) - 1)
-        return 0 if k is None else k
+        prompt = extraction_prompt(question, query_image, document, short)
+        return section_of(_reply(model, prompt, max_new_tokens), document)
     return extract
+
+
+def model_sections(model, requests: Sequence[tuple], short: bool | str = PROFILE_DEFAULT, max_new_tokens: int = 6,
+                   batch_size: int = 16) -> list[int]:
+    """``model_extractor``'s answers for many ``(question, query_image, document)`` at once: every
+    Table 13 prompt in batched greedy calls (one section index per request, 0 for an invalid reply)."""
+    short = profile_value("short_prompts", short)
+    prompts = [extraction_prompt(q, image, d, short) for q, image, d in requests]
+    outs = model.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=0.0, seed=0,
+                          batch_size=batch_size) if prompts else []
+    return [section_of(o[0] if isinstance(o, (list, tuple)) and o else o, d) for o, (_, _, d) in zip(outs, requests)]
 
 
 def oracle_extractor(world, query) -> Callable:
@@ -266,13 +288,21 @@ def pipeline_for(world, encoders=None, k: int = 20, n: int | None = None):
                              doc_image=doc_image_of(world))
 
 
-def candidate_sets(world, pipeline, queries, n: int | None = None):
-    """One ``CandidateSet`` per query with the oracle passage extractor; ``n`` overrides the
-    pipeline's fused length (the index and the token cache are shared, nothing is rebuilt)."""
+def candidate_sets(world, pipeline, queries, n: int | None = None, extractor_model=None, batch_size: int = 16):
+    """One ``CandidateSet`` per query with the oracle passage extractor, or with ``extractor_model``'s
+    (Table 13; every query's documents asked in batched calls, ``model_sections``); ``n`` overrides
+    the pipeline's fused length (the index and the token cache are shared, nothing is rebuilt)."""
     if n is not None:
         pipeline = copy.copy(pipeline)
         pipeline.config = dataclasses.replace(pipeline.config, n=n)
-    return [pipeline.run(q, oracle_extractor(world, q)) for q in queries]
+    if extractor_model is None:
+        return [pipeline.run(q, oracle_extractor(world, q)) for q in queries]
+    asked: list[tuple] = []                   # first pass: which documents each query's extractor sees
+    for i, q in enumerate(queries):
+        pipeline.run(q, lambda question, image, d, i=i: asked.append((i, question, image, d)) or 0)
+    sections = model_sections(extractor_model, [a[1:] for a in asked], batch_size=batch_size)
+    chosen = {(i, d.id): k for (i, _, _, d), k in zip(asked, sections)}
+    return [pipeline.run(q, lambda question, image, d, i=i: chosen[(i, d.id)]) for i, q in enumerate(queries)]
 
 
 def load_results(path: Path = RESULTS) -> dict:
