@@ -48,7 +48,7 @@ class SFTDataConfig:
     """How the SFT set is built (§3.2.1; the paper: 12K E-VQA queries, 4 negatives)."""
 
     n_negatives: int = 4          # top-4 retrieved paragraphs of other documents
-    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     seed: int = 0                 # shuffles and ids repeat exactly
 

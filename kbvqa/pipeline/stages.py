@@ -69,7 +69,7 @@ class PipelineConfig:
     ladder_tokens: int = 400         # one-pass ladder cap (96 per iterative call)
     batch_size: int = 16             # prompts per generate call
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
-    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     seed: int = 0
 
     def __post_init__(self):

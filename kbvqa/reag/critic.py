@@ -53,7 +53,7 @@ class CriticConfig:
     batch_size: int = 16                # prompts per forward pass
     normalise: str = "pair"             # "pair": softmax over {Yes, No}; "vocab": over the vocabulary (official)
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
-    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
 
     def __post_init__(self):
         resolve_profile_fields(self, role="critic")

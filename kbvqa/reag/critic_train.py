@@ -51,7 +51,7 @@ class CriticTrainConfig:
     seed: int = 0                    # examples, initialisation of adapters, dropout
     lora: dict | None = None         # e.g. {"r": 8, "alpha": 16}: LoRA adapters only; None: all weights
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
-    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
 

@@ -44,7 +44,7 @@ def gpu_grounder() -> str:
 
 @dataclass(frozen=True)
 class GroundingConfig:
-    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (the tiny VLM); gpu: None (native)
+    image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     text: str = "question"           # what fills the prompt's {question}: "question" or "subject"
     max_new_tokens: int = 24         # a box is about 12 tokens
