@@ -51,7 +51,8 @@ ROUNDS = [
         "per creature with the family head weighted as the creature's (vision_family_weight 1.0), naming 600 steps "
         "on the changed tower, the mixture again for 600 steps", str(CACHE / "round10_export"), False),
     (10, "the tenth's recipe again from the shipped eighth's export (the tenth's weights were lost with the reader "
-         "cache), in float32, carried over sessions with --carry/--from", str(CACHE / "round11_export"), True),
+         "cache), in float32, carried over sessions with --carry/--from", str(ROOT / "data" / "reader_in_training"),
+     True),
 ]
 
 
