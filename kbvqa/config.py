@@ -74,14 +74,18 @@ def cuda_available() -> bool:
 class Profile:
     """Sizes a notebook may choose from. Everything else follows from ``name``."""
 
-    name: str            # "cpu" or "gpu"
+    name: str            # "cpu" or "gpu": which code path (models, prompts, pictures, data sources)
     device: str          # torch device string
     scale: float         # multiply toy-world sizes / sample counts by this
     max_eval: int        # evaluation queries a chapter runs live
+    sizes: str = ""      # whose sample sizes a chapter picks (``size``): "" = the profile's own; "cpu" in
+                         # the gpu smoke run (KBVQA_SIZES=cpu: the gpu code path at the cpu profile's sizes)
 
     def __post_init__(self):
         if self.name not in PROFILES:
             raise ValueError(f"unknown profile {self.name!r}; expected one of {PROFILES}")
+        if self.sizes not in ("", *PROFILES):
+            raise ValueError(f"sizes must be '' (the profile's own) or one of {PROFILES}, got {self.sizes!r}")
         if self.scale <= 0:
             raise ValueError(f"scale must be positive, got {self.scale}")
         if self.max_eval < 1:
@@ -90,6 +94,15 @@ class Profile:
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
+
+    @property
+    def full_sizes(self) -> bool:
+        """Whether chapters run the gpu profile's sample sizes (gpu, unless ``sizes`` says cpu)."""
+        return (self.sizes or self.name) == "gpu"
+
+    def size(self, cpu, gpu):
+        """A chapter's choice of a size (samples, steps, candidates): ``gpu`` at full sizes, else ``cpu``."""
+        return gpu if self.full_sizes else cpu
 
     @property
     def short_prompts(self) -> bool:
@@ -150,6 +163,8 @@ def get_profile(name: str | None = None) -> Profile:
 
     Order: explicit ``name`` > CI (always cpu) > ``KBVQA_PROFILE`` > CUDA present -> gpu > cpu.
     An unknown name raises ``ValueError``; asking for ``gpu`` without CUDA raises too.
+    ``KBVQA_SIZES=cpu`` keeps the gpu code path at the cpu profile's sizes (``Profile.sizes``; the
+    gpu smoke run's tiny random models never stop generating, so full sizes would take hours).
     """
     if name is None:
         if is_ci():
@@ -165,7 +180,11 @@ def get_profile(name: str | None = None) -> Profile:
     if name == "gpu":
         if not cuda_available():
             raise ValueError("profile 'gpu' needs a CUDA device; none is available (use 'cpu')")
-        return Profile("gpu", "cuda", scale=4.0, max_eval=500)
+        sizes = os.environ.get("KBVQA_SIZES", "").strip().lower()
+        if sizes not in ("", *PROFILES):
+            raise ValueError(f"KBVQA_SIZES must be empty, 'cpu' or 'gpu', got {sizes!r}")
+        small = sizes == "cpu"
+        return Profile("gpu", "cuda", scale=1.0 if small else 4.0, max_eval=100 if small else 500, sizes=sizes)
     return Profile("cpu", "cpu", scale=1.0, max_eval=100)
 
 

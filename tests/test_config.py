@@ -44,10 +44,36 @@ def test_gpu_without_cuda_raises(monkeypatch):
 
 @pytest.mark.parametrize("kw", [dict(name="x", device="cpu", scale=1, max_eval=1),
                                 dict(name="cpu", device="cpu", scale=0, max_eval=1),
-                                dict(name="cpu", device="cpu", scale=1, max_eval=0)])
+                                dict(name="cpu", device="cpu", scale=1, max_eval=0),
+                                dict(name="gpu", device="cuda", scale=1, max_eval=1, sizes="tiny")])
 def test_bad_profile_settings(kw):
     with pytest.raises(ValueError):
         Profile(**kw)
+
+
+def test_sizes_follow_the_profile_unless_the_smoke_run_asks_for_the_cpu_ones(monkeypatch):
+    from kbvqa.rcts import ReasoningContextConfig
+    from kbvqa.retrieval import MultilevelConfig
+
+    monkeypatch.setattr(config, "cuda_available", lambda: True)
+    monkeypatch.delenv("KBVQA_SIZES", raising=False)
+    full, cpu = get_profile("gpu"), get_profile("cpu")
+    assert (full.size(12, 200), cpu.size(12, 200)) == (200, 12) and full.full_sizes and not cpu.full_sizes
+    monkeypatch.setenv("KBVQA_SIZES", "cpu")
+    small = get_profile("gpu")
+    assert small.is_gpu and small.device == "cuda" and small.size(12, 200) == 12
+    assert (small.scale, small.max_eval) == (cpu.scale, cpu.max_eval)
+    # the code path stays the gpu one (paper prompts, native pictures); only the sizes shrink
+    assert not small.short_prompts and small.image_size is None
+    paper, smoke = ReasoningContextConfig.for_profile(full), ReasoningContextConfig.for_profile(small)
+    assert smoke.n_candidates == ReasoningContextConfig.for_profile(cpu).n_candidates < paper.n_candidates
+    assert (smoke.short_prompts, smoke.image_size, smoke.pairs_per_call) == \
+        (paper.short_prompts, paper.image_size, paper.pairs_per_call)
+    assert MultilevelConfig.for_profile(small).k == MultilevelConfig.for_profile(cpu).k < MultilevelConfig.for_profile(full).k
+    assert MultilevelConfig.for_profile(small).subject_method == MultilevelConfig.for_profile(full).subject_method
+    monkeypatch.setenv("KBVQA_SIZES", "huge")
+    with pytest.raises(ValueError, match="KBVQA_SIZES"):
+        get_profile("gpu")
 
 
 def test_seed_everything_repeats():

@@ -195,3 +195,15 @@ def test_make_target_and_what_the_book_claims():
     if gpu_smoke.REPORT.exists():                                       # a committed run keeps the schema
         report = gpu_smoke.check_report(json.loads(gpu_smoke.REPORT.read_text()))
         assert not report["device"].startswith("cpu")
+
+
+def test_chapters_at_once_needs_at_least_one(tmp_path):
+    with pytest.raises(ValueError, match="jobs"):
+        gpu_smoke.execute_chapters([], {}, tmp_path, tmp_path, jobs=0)
+    assert gpu_smoke.execute_chapters([], {}, tmp_path, tmp_path, jobs=2) == []
+
+
+def test_provenance_names_the_commit_of_a_copy_without_git(monkeypatch):
+    monkeypatch.setattr(gpu_smoke, "ROOT", Path("/"))       # no repository there
+    monkeypatch.setenv("KBVQA_COMMIT", "abc1234")
+    assert gpu_smoke.provenance()["git_commit"] == "abc1234"

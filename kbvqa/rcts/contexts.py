@@ -97,14 +97,17 @@ class ReasoningContextConfig:
 
     @classmethod
     def for_profile(cls, profile=None, **overrides) -> ReasoningContextConfig:
-        """The paper's sizes in the gpu profile; in the cpu profile N_c = N_p = 4, short prompts,
+        """The paper's sizes in the gpu profile (the cpu sizes below at ``KBVQA_SIZES=cpu``); in the cpu
+        profile N_c = N_p = 4, short prompts,
         the reasoner's picture size (56 px for the tiny model, 112 px for the reader), short outputs
         and 8 pairs per call (the cpu models' training format)."""
 
         profile = profile or get_profile()
-        sizes = {} if profile.is_gpu else dict(
-            n_candidates=4, n_predictions=4, max_context_tokens=64, max_answer_tokens=16,
-            short_prompts=True, image_size=profile.image_size_of("reasoner"), pairs_per_call=8, batch_size=32)
+        sizes = {} if profile.full_sizes else dict(n_candidates=4, n_predictions=4, max_context_tokens=64,
+                                                   max_answer_tokens=16)
+        if not profile.is_gpu:
+            sizes.update(short_prompts=True, image_size=profile.image_size_of("reasoner"), pairs_per_call=8,
+                         batch_size=32)
         return cls(**{**sizes, **overrides})
 
     @classmethod

@@ -66,7 +66,7 @@ class MultilevelConfig:
         spaCy when it is installed."""
 
         prof = profile if hasattr(profile, "is_gpu") else get_profile(profile)
-        base = dict(k=20, subject_method="auto") if prof.is_gpu else dict(k=5, subject_method="rules")
+        base = dict(k=prof.size(5, 20), subject_method="auto" if prof.is_gpu else "rules")
         return cls(**{**base, **overrides})
 
 
