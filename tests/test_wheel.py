@@ -45,8 +45,7 @@ def test_wheel_carries_the_data_and_a_chapter_runs_from_it(tmp_path):
     wheel = next((tmp_path / "dist").glob("kbvqa-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n.removeprefix("kbvqa/_data/") for n in names if n.startswith("kbvqa/_data/")}
-    data_files = {n.removeprefix("data/") for n in tracked.stdout.split("\0") if n.startswith("data/")
-                  and not n.startswith("data/reader_in_training/")}    # a training run between sessions, unread
+    data_files = {n.removeprefix("data/") for n in tracked.stdout.split("\0") if n.startswith("data/")}
     assert shipped == data_files                       # every tracked data file, and nothing else (no caches)
     assert "kbvqa/prompts/" in "".join(names)
     env = tmp_path / "venv"

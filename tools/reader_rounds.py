@@ -2,8 +2,9 @@
 
 Chapter 01 shows the table, so that a reader sees what each round tried and what it reached (issue
 #15 asks for "what was tried and what it reached" where a row falls short). A round's card comes
-from the commit that shipped it, or from its export folder (a round not shipped, or shipped in the
-same commit as its entry); a folder this machine no longer holds keeps the entry ``rounds.json``
+from the commit that shipped it (``"commit"``: its ``data/reader/``), a folder committed elsewhere
+(``"commit:folder"``), or its export folder (a round not shipped, or shipped in the same commit as
+its entry); a folder this machine no longer holds keeps the entry ``rounds.json``
 already records. Run by hand after a round's card: ``python -m tools.reader_rounds``; edit
 ``ROUNDS`` first, and mark a round shipped only in the commit that copies it into ``data/reader/``.
 A test checks that the shipped entry is ``data/reader/card.json``.
@@ -28,7 +29,7 @@ SPLIT_ROWS = {"named_among_ten_unseen_question": "unseen_question", "named_among
 # the vision tower's own classifier on test views at the end of its last vision stage (the run's curves)
 TOWER_ROW = "tower_entity_acc"
 CACHE = Path.home() / ".cache" / "kbvqa" / "reader"
-# (round, what it changed, source of its card: a commit that shipped it or an export folder, shipped)
+# (round, what it changed, source of its card: a commit that shipped it, "commit:folder" or an export folder, shipped)
 ROUNDS = [
     (0, "vision 3000, naming 400, mixture 500 steps (creature_name weight 0.09)", "a9673f2", False),
     (1, "naming reopened 400 -> 1200 steps, then the mixture again on fresh examples", "6a8b3ff", False),
@@ -46,14 +47,13 @@ ROUNDS = [
      "f55e2d0", False),
     (7, "from round 6: mixture reopened 2100 -> 2400 steps, + ten_passage_naming at weight 0.4 (every knowledge-base "
         "creature named in the card's ten-passage layout, held-out ones included; no fact asked)",
-     "87fa1b8", True),
+     "87fa1b8", False),
     (8, "from round 7: mixture reopened 2400 -> 2800 steps, the same recipe", str(CACHE / "round9_export"), False),
     (9, "from round 7: naming reopened 1200 -> 2000 steps, then the tower reopened 3000 -> 6000 steps on 480 views "
         "per creature with the family head weighted as the creature's (vision_family_weight 1.0), naming 600 steps "
         "on the changed tower, the mixture again for 600 steps", str(CACHE / "round10_export"), False),
     (10, "the tenth's recipe again from the shipped eighth's export (the tenth's weights were lost with the reader "
-         "cache), in float32, carried over sessions with --carry/--from", str(ROOT / "data" / "reader_in_training"),
-     False),     # carded, not yet shipped: flip with the eighth's entry when data/reader/ takes it
+         "cache), in float32, carried over sessions with --carry/--from", "9416fd0:data/reader_in_training", True),
 ]
 
 
@@ -72,10 +72,17 @@ def answer_cap(card: dict) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def card_location(source: str) -> tuple[str, str]:
+    """``(commit, folder)`` of a committed source: ``"commit"`` (its ``data/reader``) or ``"commit:folder"``."""
+    commit, _, folder = source.partition(":")
+    return commit, folder or "data/reader"
+
+
 def load_card(source: str, name: str = "card.json") -> dict:
     if Path(source).is_dir():
         return json.loads((Path(source) / name).read_text())
-    return json.loads(subprocess.check_output(["git", "show", f"{source}:data/reader/{name}"], cwd=ROOT))
+    commit, folder = card_location(source)
+    return json.loads(subprocess.check_output(["git", "show", f"{commit}:{folder}/{name}"], cwd=ROOT))
 
 
 def tower_entity_acc(source: str) -> float | None:
@@ -94,7 +101,7 @@ def round_entry(number: int, what: str, source: str, shipped: bool) -> dict:
     ev = card["evaluation"]
     return {"round": number, "what": what, "shipped": shipped, "fingerprint": card["fingerprint"],
             "card_date": card["date"],
-            "card_source": (f"data/reader/card.json at {source}" if not Path(source).is_dir()
+            "card_source": ("{1}/card.json at {0}".format(*card_location(source)) if not Path(source).is_dir()
                             else "data/reader/card.json (shipped from its export folder)" if shipped
                             else "export folder (not shipped)"),
             "n": ev["n_queries"], "steps": {s: r["steps"] for s, r in card["stages"].items()},
