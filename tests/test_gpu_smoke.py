@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -207,3 +208,10 @@ def test_provenance_names_the_commit_of_a_copy_without_git(monkeypatch):
     monkeypatch.setattr(gpu_smoke, "ROOT", Path("/"))       # no repository there
     monkeypatch.setenv("KBVQA_COMMIT", "abc1234")
     assert gpu_smoke.provenance()["git_commit"] == "abc1234"
+
+
+def test_the_kernels_keep_the_machines_own_pythonpath(monkeypatch):
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert gpu_smoke.kernel_pythonpath("/fixtures/site") == "/fixtures/site"
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site")      # wheels carried to a machine without an index
+    assert gpu_smoke.kernel_pythonpath("/fixtures/site").split(os.pathsep) == ["/fixtures/site", "/tmp/site"]

@@ -182,6 +182,12 @@ def write_report(report: dict, path: Path) -> Path:
     return path
 
 
+def kernel_pythonpath(first: str) -> str:
+    """The kernels' ``PYTHONPATH``: ``first`` (the stand-in ``datasets``), then this process's own, if
+    any (a machine given its missing packages as wheels in a ``--target`` folder keeps them)."""
+    return os.pathsep.join(p for p in (first, os.environ.get("PYTHONPATH", "")) if p)
+
+
 def prepare(work: Path, cpu: bool = False, full_sizes: bool = False) -> tuple[dict, Path, Path]:
     """Steps 1-2 under ``work``: ``(kernel environment, wheel, the venv's site-packages)``."""
     from tools.gpu_smoke_data import write_fixtures
@@ -190,6 +196,7 @@ def prepare(work: Path, cpu: bool = False, full_sizes: bool = False) -> tuple[di
     work = Path(work).resolve()
     build(work / "models")
     env = {**smoke_env(work / "models"), **write_fixtures(work / "fixtures")}
+    env["PYTHONPATH"] = kernel_pythonpath(env["PYTHONPATH"])
     wheel = build_wheel(work / "dist")
     python, site = wheel_environment(work / "venv", wheel)
     env.update(KBVQA_PROFILE="gpu", JUPYTER_PATH=str(kernel_spec(work / "jupyter", python)),
