@@ -99,3 +99,19 @@ def test_vocabulary_mismatch_is_fixed_by_the_other_name():
     index = ReadableBM25(CORPUS)
     assert [i for i, _ in index.search("marsh", 5)] == ["2"]       # the other name finds only one
     assert set(i for i, _ in index.search("marsh zorp", 5)) >= {"0", "2", "4"}
+
+
+def test_bm25s_top_k_never_picks_jax(monkeypatch):
+    """bm25s's "auto" backend takes JAX when it is installed, and JAX's first call grabs 75 % of the
+    GPU's memory (the gpu smoke run's chapters died of it): the index asks for numpy."""
+    index = BM25Index(["the red fox", "a blue whale"])
+    seen = {}
+    real = index.index.retrieve
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index.index, "retrieve", spy)
+    assert index.search("fox", k=1)[0][0] == "0"
+    assert seen["backend_selection"] == "numpy"

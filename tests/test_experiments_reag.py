@@ -122,6 +122,23 @@ def test_the_evidence_follows_the_critic_model(monkeypatch):
     assert row_fingerprint(ROWS[0]) != row_before
 
 
+def test_a_chapter_reading_the_committed_evidence_never_rewrites_it(tmp_path, world, monkeypatch):
+    """In the gpu profile the critic role's model differs, so the fingerprint does too: the chapter
+    computes its queries' evidence live (``write=False``) and leaves the committed file as it is."""
+    import json
+
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps({"fingerprint": "another critic", "critic_model": "x", "queries": {}}))
+    before = path.read_text()
+    monkeypatch.setattr(ladder, "train_ladder_critic", lambda world, config: "critic")
+    monkeypatch.setattr(ladder, "retrieve_evidence", lambda world, qs, critic, config: {q.id: {"live": 1} for q in qs})
+    queries = world.kbvqa_test[:2]
+    got = ladder.load_evidence(world, queries, LadderConfig(), path, write=False)
+    assert got == {q.id: {"live": 1} for q in queries} and path.read_text() == before
+    ladder.load_evidence(world, queries, LadderConfig(), path)          # the experiment's runner writes
+    assert set(json.loads(path.read_text())["queries"]) == {q.id for q in queries}
+
+
 # ------------------------------------------------------------------------------ evaluation
 def test_evaluate_scores_with_the_task_reward(world):
     queries = world.kbvqa_test[:6]

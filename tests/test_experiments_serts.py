@@ -190,3 +190,16 @@ def test_a_setup_resumes_from_the_chunks_its_file_holds(tmp_path, world, monkeyp
     calls.clear()
     runner.run_setup("scripted", world, FakeAnswerer(), replace(config, top_k=3), log=lambda *_: None, path=path)
     assert len(calls) == 4, "other settings: every chunk runs again"
+
+
+def test_a_live_rerun_keeps_the_records_prompts_in_the_gpu_profile(monkeypatch):
+    """The records' model is the cpu profile's in every profile (chapter 17 loads it so), so the
+    search prompts must not follow the active profile: in the gpu smoke run they did, and the live
+    rerun disagreed with the committed records."""
+    import kbvqa.config as kbvqa_config
+
+    monkeypatch.setattr(kbvqa_config, "cuda_available", lambda: True)
+    monkeypatch.setenv("KBVQA_PROFILE", "gpu")
+    assert not kbvqa_config.get_profile().short_prompts
+    for method in (m for m in ex.METHODS if m.kind in ("serts", "reflection")):
+        assert ex.search_config(method, ex.ExperimentConfig(), 42).short_prompts is True

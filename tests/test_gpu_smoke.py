@@ -215,3 +215,35 @@ def test_the_kernels_keep_the_machines_own_pythonpath(monkeypatch):
     assert gpu_smoke.kernel_pythonpath("/fixtures/site") == "/fixtures/site"
     monkeypatch.setenv("PYTHONPATH", "/tmp/site")      # wheels carried to a machine without an index
     assert gpu_smoke.kernel_pythonpath("/fixtures/site").split(os.pathsep) == ["/fixtures/site", "/tmp/site"]
+
+
+def test_the_minilm_stand_in_feeds_the_toy_encoders(built, monkeypatch):
+    """Chapters 25-26 use the toy encoders in every profile; their text side reads MiniLM from
+    ``KBVQA_MINILM`` when set (the smoke run's random stand-in), and the shipped projection fits it."""
+    from kbvqa.models import encoders
+
+    monkeypatch.setenv("KBVQA_MINILM", built["minilm"])
+    monkeypatch.setattr(encoders, "_MINILM", {})
+    tok, model = encoders.load_minilm()
+    assert Path(tok.name_or_path).resolve() == Path(built["minilm"]).resolve() and model.config.hidden_size == 384
+    enc = encoders.load_encoders()
+    assert enc.pooled(texts=["a red fox", "a blue whale"]).shape == (2, enc.config.dim)
+    assert smoke_env(Path(built["minilm"]).parents[1])["KBVQA_MINILM"] == built["minilm"]
+
+
+def test_a_rerun_updates_its_chapters_and_says_so():
+    ok = {"name": "a", "seconds": 1.0, "peak_memory_gib": 0.1, "passed": True, "error": ""}
+    bad = {**ok, "name": "b", "passed": False, "error": "boom"}
+    report = {"device": "NVIDIA H200", "chapters": [ok, bad], "provenance": {"git_commit": "abc"}}
+    rerun = {"device": "NVIDIA H200", "chapters": [{**bad, "passed": True, "error": ""}],
+             "provenance": {"git_commit": "def"}}
+    merged = gpu_smoke.merge_rerun(report, rerun)
+    assert [c["passed"] for c in merged["chapters"]] == [True, True] and merged["chapters"][0] is ok
+    assert merged["provenance"]["git_commit"] == "abc"
+    assert merged["provenance"]["reruns"] == [{"git_commit": "def", "chapters": ["b"]}]
+    with pytest.raises(ValueError, match="cannot update"):
+        gpu_smoke.merge_rerun(report, {**rerun, "device": "NVIDIA T4"})
+    with pytest.raises(ValueError, match="lacks"):
+        gpu_smoke.merge_rerun(report, {**rerun, "chapters": [{**ok, "name": "c"}]})
+    with pytest.raises(ValueError, match="--update"):
+        gpu_smoke.run(cpu=True, update=True, only=["00_toy_world"])

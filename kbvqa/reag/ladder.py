@@ -172,10 +172,13 @@ def evidence_fingerprint(config: LadderConfig) -> str:
     return f"{config.fingerprint('k', 'threshold', 'critic_steps')}:{role_model('critic')}"
 
 
-def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None) -> dict:
+def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None,
+                  write: bool = True) -> dict:
     """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
     (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
-    critic scores without retraining the critic); recomputed when ``evidence_fingerprint`` changed."""
+    critic scores without retraining the critic); recomputed when ``evidence_fingerprint`` changed.
+    ``write=False`` (a chapter reading the committed file) computes what is missing without writing:
+    in the gpu profile the fingerprint differs, and the committed run's file must stay as it is."""
     key = evidence_fingerprint(config)     # chapter 30's pipeline rows depend on it too
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
     have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
@@ -186,7 +189,7 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
         have.update(retrieve_evidence(world, missing, critic_vlm, config))
         if log is not None:
             log["critic"] = {"steps": config.critic_steps, "seconds": round(time.perf_counter() - t0, 1)}
-        if path is not None:
+        if path is not None and write:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(json.dumps({"fingerprint": key, "critic_model": role_model("critic"),
                                               "queries": have}, separators=(",", ":")))

@@ -161,5 +161,8 @@ class BM25Index:
         tokens = self._bm25s.tokenize([str(query)], stopwords=self._stop, show_progress=False)
         if not tokens.vocab:
             return []
-        docs, scores = self.index.retrieve(tokens, k=min(k, len(self.ids)), show_progress=False)
+        # numpy, never "auto": with JAX installed (Colab, most GPU images) bm25s would pick it, and
+        # JAX's first call takes 75 % of the GPU's memory, leaving the chapter's models none
+        docs, scores = self.index.retrieve(tokens, k=min(k, len(self.ids)), show_progress=False,
+                                           backend_selection="numpy")
         return [(self.ids[int(i)], float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]

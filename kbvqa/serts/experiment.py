@@ -60,6 +60,7 @@ class ExperimentConfig:
     answer_tokens: int = 48       # per answer (greedy; ideal answers are ~15 words)
     include_prob: float = 0.5     # scripted proposer: chance to add each synonym
     off_topic_prob: float = 0.2   # scripted proposer: chance of an off-topic query
+    short_prompts: bool = True    # the records' model is the cpu profile's in every profile, so are its prompts
 
     def __post_init__(self):
         if self.scripted_n < 1 or self.model_n < 0 or self.chunk < 1 or not self.seeds:
@@ -77,6 +78,13 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
     raise ValueError(f"setup must be one of {SETUPS}, got {setup!r}")
 
 
+def search_config(method: Method, config: ExperimentConfig, seed: int) -> SeRTSConfig:
+    """The search settings of one method: the experiment's own prompts (``config.short_prompts``),
+    never the active profile's, since a live rerun must repeat the committed records in any profile."""
+    return SeRTSConfig(sim=method.sim, c=config.c, policy=method.policy, top_k=config.top_k, seed=seed,
+                       max_prompt_abstracts=config.max_prompt_abstracts, short_prompts=config.short_prompts)
+
+
 def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_text, config: ExperimentConfig,
                 seed: int):
     """(abstract ids per question, SeRTSResult per question or None) for one method."""
@@ -85,8 +93,7 @@ def search_docs(method: Method, questions, proposer, evaluator, retrieve, doc_te
         return [list(retrieve(q.question, config.top_k)) for q in questions], None
     if method.kind == "gold":
         return [list(q.gold_doc_ids) for q in questions], None
-    cfg = SeRTSConfig(sim=method.sim, c=config.c, policy=method.policy, top_k=config.top_k, seed=seed,
-                      max_prompt_abstracts=config.max_prompt_abstracts)
+    cfg = search_config(method, config, seed)
     run = run_serts if method.kind == "serts" else run_self_reflection
     results = run([q.question for q in questions], proposer, evaluator, retrieve, doc_text, cfg)
     return [list(r.docs) for r in results], results
