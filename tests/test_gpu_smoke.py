@@ -204,9 +204,13 @@ def test_chapters_at_once_needs_at_least_one(tmp_path):
     assert gpu_smoke.execute_chapters([], {}, tmp_path, tmp_path, jobs=2) == []
 
 
-def test_provenance_names_the_commit_of_a_copy_without_git(monkeypatch):
+def test_provenance_names_the_commit_of_a_copied_tree(monkeypatch):
     monkeypatch.setattr(gpu_smoke, "ROOT", Path("/"))       # no repository there
+    monkeypatch.delenv("KBVQA_COMMIT", raising=False)
+    assert gpu_smoke.provenance()["git_commit"] == "unknown"
     monkeypatch.setenv("KBVQA_COMMIT", "abc1234")
+    assert gpu_smoke.provenance()["git_commit"] == "abc1234"
+    monkeypatch.setattr(gpu_smoke, "ROOT", ROOT)            # a stale .git beside the copied tree loses
     assert gpu_smoke.provenance()["git_commit"] == "abc1234"
 
 

@@ -146,8 +146,8 @@ def provenance(wheel: Path | None = None) -> dict:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     dirty = git("status", "--porcelain", "--", "kbvqa", "notebooks", "tools", "pyproject.toml")
-    head = git("rev-parse", "HEAD")   # a copy without .git (a lent GPU machine) says its commit in KBVQA_COMMIT
-    commit = head + ("-dirty" if dirty else "") if head else os.environ.get("KBVQA_COMMIT", "unknown")
+    head = git("rev-parse", "HEAD")   # a copied tree (a lent GPU machine) says its commit in KBVQA_COMMIT:
+    commit = os.environ.get("KBVQA_COMMIT") or (head + ("-dirty" if dirty else "") if head else "unknown")
     return {"git_commit": commit,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
