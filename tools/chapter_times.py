@@ -61,7 +61,7 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
     prov = record["provenance"]
     on_gpu = {c["name"]: c for c in (smoke or {}).get("chapters", [])}
     gpu_head = (f"GPU smoke run, s ({smoke['device']}, random tiny models)" if smoke else
-                "on a T4 (not measured: no GPU was lent)")
+                "on a T4 (not measured: no T4 was lent)")
     lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
              "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
              "in bf16, retrieval models as the hub stores them; datasets not counted).", "",

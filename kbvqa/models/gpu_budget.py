@@ -1,7 +1,9 @@
 """Which gpu-profile checkpoints fit a GPU of a given size: an estimate from parameter counts.
 
-No GPU was lent while this book was written, so the book cannot *measure* memory on one; this file
-estimates it with the usual accounting, and says so wherever it is shown:
+The one GPU lent while this book was written (an H200, for fifteen minutes) ran the smoke run of
+tiny random models (``data/benchmarks/gpu_smoke.json``), not the full-size shapes, so the book does
+not *measure* their memory; this file estimates it with the usual accounting, and says so wherever
+it is shown:
 
 - **inference**: weights at ``bits`` per parameter (16 for bf16, ~4.5 for 4-bit NF4/AWQ including
   scales and the layers kept in 16 bit), times ``overhead`` (1.2: activations, KV cache of a few

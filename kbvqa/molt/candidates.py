@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbvqa.config import PROFILE_DEFAULT, profile_value, resolve_profile_fields
+from kbvqa.config import DATA_DIR, PROFILE_DEFAULT, profile_value, resolve_profile_fields
 from kbvqa.data.schema import open_image
 from kbvqa.models.encoders import get_encoders
 from kbvqa.molt.ladder import Candidate, random_ids
@@ -56,7 +56,7 @@ __all__ = ["CandidateConfig", "CandidatePipeline", "CandidateSet", "GroundedImag
            "model_sections", "oracle_extractor", "pipeline_for", "section_of", "stage_recall", "valid_box"]
 
 Ranking = list[tuple[str, float]]
-RESULTS = Path(__file__).resolve().parents[2] / "data" / "experiments" / "molt" / "candidates.json"
+RESULTS = DATA_DIR / "experiments" / "molt" / "candidates.json"   # the resolver: a checkout or a wheel
 
 
 @dataclass(frozen=True)
