@@ -26,8 +26,10 @@ def test_table_rows_and_the_smoke_column(tmp_path, monkeypatch):
     assert ("| 21 reag critic | failed | SmolVLM-256M-Instruct, Qwen2.5-VL-3B-Instruct, clip-vit-base-patch32 | 8.6 | "
             "10.8 |") in table                       # the VLMs (bf16) and the retrieval model beside them
     assert "| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | 6.2 (over 16 GB) |" in table and "not measured" in table
-    smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2}]}
-    assert "| 00 toy world | 12 | — | — | — | 30 |" in chapter_times.readme_table(record, smoke)
+    smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2, "passed": True},
+                                                 {"name": "18_serts_ppo", "seconds": 9.0, "passed": False}]}
+    with_smoke = chapter_times.readme_table(record, smoke)
+    assert "| 00 toy world | 12 | — | — | — | 30 |" in with_smoke and "| 9 (failed) |" in with_smoke
     readme = tmp_path / "README.md"
     readme.write_text("x\n")
     rec = tmp_path / "r.json"

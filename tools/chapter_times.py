@@ -60,7 +60,7 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
 
     prov = record["provenance"]
     on_gpu = {c["name"]: c for c in (smoke or {}).get("chapters", [])}
-    gpu_head = (f"GPU smoke run, s ({smoke['device']}, random tiny models)" if smoke else
+    gpu_head = (f"GPU smoke run, s ({smoke['device']}, random tiny models, several chapters at once)" if smoke else
                 "on a T4 (not measured: no T4 was lent)")
     lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
              "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
@@ -71,7 +71,8 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
         b = chapter_budget(c["name"])
         names = ", ".join(x.split("/")[1] for x in b["checkpoints"]) or "—"
         peak = f"{b['peak_gib']:.1f}" + (" (over 16 GB)" if b["over_budget"] else "") if b["checkpoints"] else "—"
-        smoke_cell = f"{on_gpu[c['name']]['seconds']:.0f}" if c["name"] in on_gpu else "—"
+        run = on_gpu.get(c["name"])
+        smoke_cell = "—" if run is None else f"{run['seconds']:.0f}" + ("" if run["passed"] else " (failed)")
         cpu = f"{c['seconds']:.0f}" if c["passed"] else "failed"
         lines.append(f"| {_title(c['name'])} | {cpu} | {names} | {b['download_gb'] or '—'} | {peak} | {smoke_cell} |")
     return "\n".join(lines)
