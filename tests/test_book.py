@@ -73,6 +73,11 @@ def test_notebook_hygiene(nb_path):
     assert all(":class: dropdown" in options for _, options in solutions), "solutions go in dropdowns"
     assert "{exercise}" in md and "{solution}" in md and ":class: dropdown" in md
     assert len(code) <= 25, "aim for <= 25 code cells; move code into kbvqa/"
+    # sizes go through Profile.size(cpu, gpu), so that the gpu smoke run (KBVQA_SIZES=cpu) can shrink them
+    source = "\n".join("".join(c["source"]) for c in code)
+    literal = [line.strip() for line in source.splitlines() if "profile.size(" not in line   # a size, gpu-only data
+               and re.search(r"[\d)\]]\s+if\s+(?:not\s+)?profile\.is_gpu\s+else\s+[\d(\[]", line)]
+    assert not literal, f"pick sizes with profile.size(cpu, gpu), not {literal}"
 
 
 def test_first_cell_is_valid_ipython_and_follows_the_config(tmp_path):
