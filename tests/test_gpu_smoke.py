@@ -234,6 +234,9 @@ def test_the_minilm_stand_in_feeds_the_toy_encoders(built, monkeypatch):
     enc = encoders.load_encoders()
     assert enc.pooled(texts=["a red fox", "a blue whale"]).shape == (2, enc.config.dim)
     assert smoke_env(Path(built["minilm"]).parents[1])["KBVQA_MINILM"] == built["minilm"]
+    monkeypatch.setenv("KBVQA_MINILM", str(Path(built["minilm"]) / "missing"))
+    with pytest.raises(ValueError, match="KBVQA_MINILM.*not a folder"):
+        encoders.load_minilm()
 
 
 def test_a_rerun_updates_its_chapters_and_says_so():

