@@ -199,6 +199,7 @@ def test_a_live_rerun_keeps_the_records_prompts_in_the_gpu_profile(monkeypatch):
     import kbvqa.config as kbvqa_config
 
     monkeypatch.setattr(kbvqa_config, "cuda_available", lambda: True)
+    monkeypatch.delenv("CI", raising=False)     # CI forces the cpu profile (kbvqa.config.is_ci)
     monkeypatch.setenv("KBVQA_PROFILE", "gpu")
     assert not kbvqa_config.get_profile().short_prompts
     for method in (m for m in ex.METHODS if m.kind in ("serts", "reflection")):
