@@ -168,6 +168,7 @@ def test_molt_effects_pair_records_and_label_scripted_rows(tmp_path):
     base = effects["tournament vs one-shot 5-way (base)"]
     assert base.ours == (0.0, 100.0) and base.ours_interval == (100.0, 100.0) and base.n == 3
     assert base.evidence == "reader" and verdict(base) == "same"
+    assert base.why.startswith("the reader") and "1.45M" not in base.why      # the why names the judge that ran
     scripted = effects["weak-to-strong vs random (scripted judge, error 0.1)"]
     assert scripted.evidence == "scripted" and scripted.interval_method.startswith("normal")
 

@@ -174,8 +174,9 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
     results = load_results(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     records = load_molt_records(out) if (out / "runs.jsonl").exists() else {}
-    why = ("a 1.45M-parameter judge trained for minutes on the toy world vs Qwen3-VL-4B/8B; "
-           "5 candidates as the paper")
+    judge = {"reader": "the reader (SmolLM2-135M with a toy-world vision tower; SFT and GRPO as LoRA adapters)",
+             "tiny": "a 1.45M-parameter judge trained for minutes on the toy world"}.get(evidence, "a hub VLM judge")
+    why = f"{judge} vs Qwen3-VL-4B/8B; 5 candidates as the paper"
     specs = [("tournament vs one-shot 5-way (base)", "Tab. 5", "zero_shot_one_shot", "zero_shot_tournament", (0, 1)),
              ("SFT cold start vs base tournament", "Tab. 5", "zero_shot_tournament", "sft_tournament", (1, 2)),
              ("GRPO (full) vs SFT", "Tab. 5", "sft_tournament", "grpo_full_weak_to_strong", (2, 4)),
