@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Tracked but not package data: an unfinished experiment's work folder, carried between working
+# sessions (data/runs_in_progress/README.md). No chapter reads it; pyproject's package-data omits it.
+NOT_SHIPPED = ("data/runs_in_progress/",)
 CHAPTER_31 = """
 from pathlib import Path
 import kbvqa
@@ -47,7 +50,8 @@ def test_wheel_carries_the_data_and_a_chapter_runs_from_it(tmp_path):
     wheel = next((tmp_path / "dist").glob("kbvqa-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n.removeprefix("kbvqa/_data/") for n in names if n.startswith("kbvqa/_data/")}
-    data_files = {n.removeprefix("data/") for n in tracked.stdout.split("\0") if n.startswith("data/")}
+    data_files = {n.removeprefix("data/") for n in tracked.stdout.split("\0")
+                  if n.startswith("data/") and not n.startswith(NOT_SHIPPED)}
     assert shipped == data_files                       # every tracked data file, and nothing else (no caches)
     assert "kbvqa/prompts/" in "".join(names)
     env = tmp_path / "venv"
