@@ -161,9 +161,9 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
     calls = []
     real_cold, real_grpo = run.train_cold_start, run.train_grpo
 
-    def cold_start(world, config, log=None):
+    def cold_start(world, config, log=None, work=None):
         calls.append("cold")
-        return real_cold(world, config, vlm=judge(), log=log)
+        return real_cold(world, config, vlm=judge(), log=log, work=work)
 
     def grpo(cold, world, config, with_proc, log=None):
         calls.append("full" if with_proc else "no_proc")
@@ -195,3 +195,50 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
     assert [r["output"] for r in again] == [r["output"] for r in rows["sft_tournament"]]
     assert WorkFolder(tmp_path, run_fingerprint(config, "test-judge"), fresh=True).rows("sft_tournament") is None
     assert run_fingerprint(config, "another judge") != run_fingerprint(config, "test-judge")
+
+
+def test_an_interrupted_cold_start_keeps_its_teacher_transcripts_and_its_sft_checkpoint(tmp_path, monkeypatch):
+    """On the reader the model teacher writes for about an hour and the SFT takes longer: a run cut
+    off inside the cold start keeps both, and the rerun asks the teacher nothing and ends with the
+    weights of an uninterrupted cold start."""
+    import torch
+
+    import kbvqa.experiments.molt_training.run as run
+    from kbvqa.data import get_world
+    from kbvqa.experiments.molt_training.work import WorkFolder
+    from kbvqa.models import build_tiny_vlm
+
+    torch.set_num_threads(1)
+
+    def judge():
+        return build_tiny_vlm("qwen2_vl", texts=["[1] [2] [3] [4] [5] <think> </think> <winner> </winner> the"],
+                              seed=0, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                              intermediate_size=64, vision_width=32, vision_depth=1)
+
+    def trainable(vlm):
+        return {n: p.detach().clone() for n, p in vlm.model.named_parameters() if p.requires_grad}
+
+    world = get_world(0)
+    config = MOLTExperimentConfig(sft_queries=3, sft_steps=12, teacher="model", teacher_tokens=4)
+    whole = trainable(run.train_cold_start(world, config, vlm=judge(), log={}))
+    work, real_save = WorkFolder(tmp_path, "run"), WorkFolder.save_checkpoint
+
+    def save_then_stop(self, name, state):
+        real_save(self, name, state)
+        raise KeyboardInterrupt("the session ended")
+
+    monkeypatch.setattr(WorkFolder, "save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        run.train_cold_start(world, config, vlm=judge(), log={}, work=work)
+    assert len(work.data("sft_transcripts")["transcripts"]) == 3 and work.checkpoint("cold")["step"] == 10
+    monkeypatch.setattr(WorkFolder, "save_checkpoint", real_save)
+    again, asked = judge(), []
+    generate = again.generate
+    monkeypatch.setattr(again, "generate", lambda *a, **k: asked.append(1) or generate(*a, **k))
+    log = {}
+    resumed = trainable(run.train_cold_start(world, config, vlm=again, log=log, work=work))
+    assert not asked, "the rerun reads the teacher's transcripts back"
+    assert set(resumed) == set(whole) and all(torch.allclose(resumed[n], whole[n], atol=1e-6) for n in whole)
+    assert log["sft"]["seconds"] >= log["sft"]["teacher_seconds"] >= 0
+    with pytest.raises(ValueError, match="other queries"):
+        run.build_sft_set(world, world.kbvqa_train[:2], transcripts=work.data("sft_transcripts")["transcripts"])

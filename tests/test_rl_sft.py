@@ -146,6 +146,30 @@ def test_sft_train_with_lora_trains_only_adapters():
             assert torch.equal(p, base[original]), name
 
 
+def test_sft_train_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run():
+    """A run cut off after a checkpoint and resumed on a fresh model gives the same weights and curves
+    (batches, schedule, AdamW moments and LoRA dropout's RNG all carried)."""
+    config = SFTConfig(steps=8, batch_size=1, lr=5e-3, warmup_steps=2, seed=1, progress=False,
+                       lora={"r": 4, "dropout": 0.3}, checkpoint_every=3)
+
+    def trained(vlm):
+        return {n: p.detach().clone() for n, p in vlm.model.named_parameters() if p.requires_grad}
+
+    states, full = [], tiny()
+    whole = sft_train(full, examples() * 2, config, on_checkpoint=states.append)
+    assert [s["step"] for s in states] == [3, 6]                 # none after the last step
+    for state in states:
+        resumed = tiny()
+        rest = sft_train(resumed, examples() * 2, config, resume=state)
+        assert rest.loss == whole.loss and rest.steps == whole.steps and rest.lr == whole.lr
+        ours, ref = trained(resumed), trained(full)
+        assert set(ours) == set(ref) and all(torch.allclose(ours[n], ref[n], atol=1e-6) for n in ref)
+    with pytest.raises(ValueError, match="trainable weights"):
+        sft_train(tiny(), examples(), SFTConfig(steps=8, lora={"r": 2}, progress=False), resume=states[0])
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        SFTConfig(checkpoint_every=-1)
+
+
 @pytest.mark.parametrize("kwargs", [{"alpha": -0.1}, {"alpha": 1.2}, {"steps": 0}, {"batch_size": 0},
                                     {"lr": 0.0}, {"schedule": "linear"}, {"warmup_steps": -1}, {"lora": 4}])
 def test_bad_sft_config_raises(kwargs):

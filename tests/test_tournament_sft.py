@@ -113,6 +113,15 @@ def test_a_model_teacher_plays_every_ladder_round_by_round_in_batched_calls(worl
         assert tour.evidence == gold and len(tour.rounds) == 4
         for r in tour.rounds:
             assert r.winner == (gold if gold in r.pair else r.pair[1]) and r.think == f"the second, {r.pair[1]}"
+    chunks = []                                          # 4 queries at a time, as a resumable run writes them
+    assert [e.completion for e in build_sft_set(world, queries, teacher_model=SaysSecond(), chunk=4,
+                                                 on_transcripts=chunks.append)] == [e.completion for e in taught]
+    assert [len(c) for c in chunks] == [4, 6] and SaysSecond.calls == 12
+    resumed = build_sft_set(world, queries, teacher_model=SaysSecond(), transcripts=chunks[0], chunk=4)
+    assert [e.completion for e in resumed] == [e.completion for e in taught] and SaysSecond.calls == 16
+    assert [e.meta for e in build_sft_set(world, queries, transcripts=chunks[1])] == [e.meta for e in taught]
+    with pytest.raises(ValueError, match="no teacher_model"):
+        build_sft_set(world, queries, transcripts=chunks[0])
     cfg = SFTDataConfig()
     rng = random.Random("molt-sft:0")
     for q, t in zip(queries, taught):                   # one query at a time, the same rng stream

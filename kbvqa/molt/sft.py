@@ -183,24 +183,40 @@ def build_sft_example(world, query, ranking: Sequence[str], config: SFTDataConfi
 
 def build_sft_set(world, queries: Sequence, rankings: Sequence[Sequence[str]] | None = None,
                   config: SFTDataConfig | None = None, teacher_model=None, max_new_tokens: int = 96,
-                  batch_size: int = 16) -> list[Example]:
+                  batch_size: int = 16, transcripts: Sequence[tuple[str, Sequence[str]]] | None = None,
+                  chunk: int | None = None, on_transcripts=None) -> list[Example]:
     """SFT examples for ``queries`` (``rankings``: retrieved document ids per query; default: none,
     so the negatives are look-alike pages -- the hardest the toy world has). The teacher is
     ``oracle_teacher``, or with ``teacher_model`` that model (``model_teacher_many``: its pairwise
     thinking and choices, ``max_new_tokens`` per round, the positive's wins forced); the candidates
-    are the same either way."""
+    are the same either way. ``transcripts``, the (completion, schedule) of the first examples of an
+    earlier call with the same queries and config, stand in for the teacher there (a model teacher's
+    hour of generation is kept by a resumable run); a schedule that is not its ladder's raises. A
+    model teacher writes the rest ``chunk`` queries at a time (default: all at once), and
+    ``on_transcripts(all written so far)`` is called after each chunk."""
     config = config or SFTDataConfig()
     rankings = rankings if rankings is not None else [[] for _ in queries]
     if len(rankings) != len(queries):
         raise ValueError(f"{len(queries)} queries but {len(rankings)} rankings")
     rng = random.Random(f"molt-sft:{config.seed}")
-    if teacher_model is None:
+    if teacher_model is None and transcripts is None:
         return [build_sft_example(world, q, r, config, rng) for q, r in zip(queries, rankings)]
     ladders = [sft_candidates(world, q, r, config, rng) for q, r in zip(queries, rankings)]
     positives = [_positive(q, cands) for q, cands in zip(queries, ladders)]
-    images = [view_ref(world, q.meta["view_id"], config.image_size) for q in queries]
-    teach = model_teacher_many(teacher_model, [q.question for q in queries], images, positives,
-                               config.short_prompts, max_new_tokens, batch_size)
+    written = [(str(c), list(s)) for c, s in transcripts or []]
+    if len(written) > len(queries) or any(s != listing_order([c.id for c in cands])
+                                          for (_, s), cands in zip(written, ladders)):
+        raise ValueError("the transcripts were written for other queries, candidates or settings")
+    if len(written) < len(queries) and teacher_model is None:
+        raise ValueError(f"{len(written)} transcripts for {len(queries)} queries and no teacher_model for the rest")
+    step = chunk or len(queries)
+    for start in range(len(written), len(queries), step):
+        part = slice(start, start + step)
+        images = [view_ref(world, q.meta["view_id"], config.image_size) for q in queries[part]]
+        teach = model_teacher_many(teacher_model, [q.question for q in queries[part]], images, positives[part],
+                                   config.short_prompts, max_new_tokens, batch_size)
+        written += teacher_transcripts(ladders[part], teach)
+        if on_transcripts is not None:
+            on_transcripts(list(written))
     return [_example(world, q, cands, pos, completion, schedule, config)
-            for q, cands, pos, (completion, schedule) in zip(queries, ladders, positives,
-                                                             teacher_transcripts(ladders, teach))]
+            for q, cands, pos, (completion, schedule) in zip(queries, ladders, positives, written)]

@@ -21,16 +21,17 @@ offsets tokenises the two parts separately. A batch without trace (or answer) to
 part a loss of 0.
 
 ``sft_train(vlm, examples, config)``: AdamW, cosine schedule with warm-up, optional LoRA, frozen
-vision encoder, seeded batches, tqdm; returns the loss curves. ReAG's own values (Qwen2.5-VL 3B/7B):
-lr 2e-6, effective batch 128, one epoch, 450 warm-up steps, weight decay 0.01.
+vision encoder, seeded batches, tqdm, optional checkpoints to resume from; returns the loss curves.
+ReAG's own values (Qwen2.5-VL 3B/7B): lr 2e-6, effective batch 128, one epoch, 450 warm-up steps, weight decay 0.01.
 
 Leaves out: the cold-start data (``cold_start.py``), GRPO (``grpo.py``).
 """
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -119,9 +120,13 @@ class SFTConfig:
     seed: int = 0                    # batches, dropout and LoRA init repeat exactly
     log_every: int = 1               # steps between curve points
     progress: bool = True            # tqdm bar
+    checkpoint_every: int = 0        # steps between calls of sft_train's on_checkpoint (0: never)
 
     def __post_init__(self):
         check_positive_int(steps=self.steps, batch_size=self.batch_size, log_every=self.log_every)
+        if not isinstance(self.checkpoint_every, int) or isinstance(self.checkpoint_every, bool) \
+                or self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {self.checkpoint_every!r}")
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
         if not self.lr > 0 or self.weight_decay < 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
@@ -161,9 +166,36 @@ def _batches(n: int, batch_size: int, steps: int, seed: int):
         yield batch
 
 
-def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None) -> SFTResult:
+def training_state(vlm, optimizer, scheduler, result: SFTResult, next_step: int) -> dict:
+    """What ``sft_train(..., resume=)`` needs to go on at ``next_step`` exactly as an uninterrupted run
+    would: the trainable weights, the optimiser's moments, the schedule, the curves so far and torch's
+    RNG (dropout). Copies, so the run may go on changing its own."""
+    return {"step": next_step, "optimizer": copy.deepcopy(optimizer.state_dict()),
+            "trainable": {n: p.detach().cpu().clone() for n, p in vlm.model.named_parameters() if p.requires_grad},
+            "scheduler": scheduler.state_dict(), "result": copy.deepcopy(asdict(result)), "rng": torch.get_rng_state()}
+
+
+def _restore(vlm, optimizer, scheduler, state: dict) -> tuple[SFTResult, int]:
+    params = {n: p for n, p in vlm.model.named_parameters() if p.requires_grad}
+    if set(state["trainable"]) != set(params) or any(v.shape != params[n].shape for n, v in state["trainable"].items()):
+        raise ValueError("the checkpoint's trainable weights are not this model's (another model or LoRA setting)")
+    with torch.no_grad():
+        for name, value in state["trainable"].items():
+            params[name].copy_(value.to(params[name].device, params[name].dtype))
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    return SFTResult(**state["result"]), int(state["step"])
+
+
+def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: dict | None = None,
+              on_checkpoint=None) -> SFTResult:
     """Fine-tune ``vlm`` in place on ``examples`` (``Example`` objects or (prompt, completion) pairs) with
-    the loss of Eq. 5; the model is left in eval mode. Returns the loss curves."""
+    the loss of Eq. 5; the model is left in eval mode. Returns the loss curves.
+
+    Every ``config.checkpoint_every`` steps (before the last) ``on_checkpoint(state)`` receives the
+    ``training_state``; ``resume=state`` on a fresh copy of the same model and examples continues from
+    it (a long run cut off by the end of a session loses at most ``checkpoint_every`` steps)."""
     from tqdm.auto import tqdm
 
     config = config or SFTConfig()
@@ -174,12 +206,14 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None) -> SFTRe
     params = prepare_trainable(vlm, config.lora, config.freeze_vision)
     optimizer, scheduler = build_optimizer(params, config.lr, config.weight_decay, config.warmup_steps,
                                            config.steps, config.schedule)
-    result = SFTResult()
+    result, start = _restore(vlm, optimizer, scheduler, resume) if resume is not None else (SFTResult(), 0)
     vlm.model.train()
     try:
         bar = tqdm(_batches(len(pairs), config.batch_size, config.steps, config.seed), total=config.steps,
                    desc="sft", disable=not progress_enabled(config.progress))
         for step, batch in enumerate(bar):
+            if step < start:                       # resumed: the same seeded batches, skipped
+                continue
             lr = optimizer.param_groups[0]["lr"]
             out = sft_batch_loss(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha)
             optimizer.zero_grad(set_to_none=True)
@@ -195,6 +229,9 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None) -> SFTRe
                 result.trace_loss.append(out.trace_loss)
                 result.lr.append(lr)
                 bar.set_postfix(loss=f"{result.loss[-1]:.3f}")
+            if on_checkpoint is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
+                    and step + 1 < config.steps:
+                on_checkpoint(training_state(vlm, optimizer, scheduler, result, step + 1))
     finally:
         vlm.model.eval()
     return result

@@ -42,23 +42,40 @@ from kbvqa.molt.sft import SFTDataConfig, build_sft_set
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
-def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None):
+def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | None = None,
+                     work: WorkFolder | None = None):
     """The judge after ``sft_steps`` of SFT on the §3.2.1 set, its transcripts written by
-    ``config.teacher``: the oracle, or the judge itself before training (``build_sft_set``'s model teacher)."""
+    ``config.teacher``: the oracle, or the judge itself before training (``build_sft_set``'s model teacher).
+
+    With a ``work`` folder a model teacher's transcripts are kept as soon as they are written and the
+    SFT saves a checkpoint every 10 steps; a rerun takes both up (seconds add up across runs)."""
 
     vlm = vlm or load_vlm("judge")
     t0 = time.perf_counter()
+    saved = (work.data("sft_transcripts") if work is not None else None) or {"seconds": 0.0, "transcripts": []}
+
+    def keep_transcripts(written):             # a model teacher's transcripts, 128 queries at a time
+        if work is not None:
+            work.save_data("sft_transcripts", {"seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
+                                               "transcripts": written})
     examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=SFTDataConfig(seed=config.seed),
                              teacher_model=vlm if config.teacher == "model" else None,
-                             max_new_tokens=config.teacher_tokens)
-    teacher_s = time.perf_counter() - t0
+                             max_new_tokens=config.teacher_tokens, transcripts=saved["transcripts"] or None,
+                             chunk=128, on_transcripts=keep_transcripts)
+    teacher_s = saved["seconds"] + time.perf_counter() - t0
+    resume = work.checkpoint("cold") if work is not None else None
+    before, t1 = (resume or {}).get("seconds", 0.0), time.perf_counter()
+
+    def keep(state):
+        work.save_checkpoint("cold", {**state, "seconds": before + time.perf_counter() - t1})
     out = sft_train(vlm, examples, SFTConfig(alpha=0.5, steps=config.sft_steps, batch_size=8, lr=config.sft_lr,
-                                             warmup_steps=10, seed=config.seed, progress=False))
+                                             warmup_steps=10, seed=config.seed, progress=False, checkpoint_every=10),
+                    resume=resume, on_checkpoint=keep if work is not None else None)
     if log is not None:
         log["sft"] = {"steps": config.sft_steps, "teacher": config.teacher, "teacher_seconds": round(teacher_s, 1),
                       "loss_start": round(out.loss[0], 4),
                       "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4),
-                      "seconds": round(time.perf_counter() - t0, 1)}
+                      "seconds": round(teacher_s + before + time.perf_counter() - t1, 1)}
     return vlm
 
 
@@ -125,6 +142,7 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
         if work is not None:
             work.save_model(name, vlm)
             work.save_log(log)
+            work.drop_checkpoint(name)
         return vlm
 
     if pending("zero_shot_one_shot", "zero_shot_tournament"):
@@ -134,7 +152,7 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
         del base
     no_proc_rows, full_rows = ["grpo_no_proc_tournament"], [f"grpo_full_{order}" for order in ORDERS]
     if pending("sft_tournament", *no_proc_rows, *full_rows):
-        cold = trained("cold", lambda: train_cold_start(world, config, log=log))
+        cold = trained("cold", lambda: train_cold_start(world, config, log=log, work=work))
         step("sft_tournament", lambda: evaluate_one_pass(cold, items, "weak_to_strong", config, config.seed))
         if pending(*no_proc_rows):
             no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log))

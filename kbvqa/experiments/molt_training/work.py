@@ -4,7 +4,9 @@ On the reader the run takes hours of CPU (the judge writes the cold start's tran
 two GRPO variants and eight evaluated rows), more than one sitting of the machines it runs on. Each
 finished stage is written at once: an evaluated row's records (``rows/<row>.json``), a trained
 judge's trainable weights (``models/<stage>.pt``: what ``kbvqa.rl.common.prepare_trainable`` made
-trainable, LoRA adapters or the tiny model's weights) and the training log (``log.json``). A rerun
+trainable, LoRA adapters or the tiny model's weights) and the training log (``log.json``). Inside
+the cold start, the longest stage, a model teacher's transcripts (``data/sft_transcripts.json``)
+and the SFT's last checkpoint (``checkpoints/cold.pt``, every 10 steps) are kept too. A rerun
 with the same settings and the same judge (``run_fingerprint``) reads them back instead of redoing
 them; another setting or judge gets a folder of its own. Files are written whole (a temporary file
 renamed), so a run killed mid-write leaves the previous state.
@@ -98,3 +100,28 @@ class WorkFolder:
                 params[n].copy_(value.to(params[n].device, params[n].dtype))
         base.model.eval()
         return base
+
+    # -- inside a stage: the model teacher's transcripts, an SFT run's last checkpoint
+    def data(self, name: str):
+        """What ``save_data(name, ...)`` kept (plain JSON), or None."""
+        path = self.dir / "data" / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def save_data(self, name: str, value) -> None:
+        _write(self.dir / "data" / f"{name}.json", lambda p: p.write_text(json.dumps(value) + "\n"))
+
+    def checkpoint(self, name: str) -> dict | None:
+        """The last ``kbvqa.rl.sft.training_state`` saved for stage ``name``, or None."""
+        import torch
+
+        path = self.dir / "checkpoints" / f"{name}.pt"
+        return torch.load(path, map_location="cpu", weights_only=False) if path.exists() else None
+
+    def save_checkpoint(self, name: str, state: dict) -> None:
+        import torch
+
+        _write(self.dir / "checkpoints" / f"{name}.pt", lambda p: torch.save(state, p))
+
+    def drop_checkpoint(self, name: str) -> None:
+        """Once the stage's model is saved its checkpoint is not needed (it holds optimiser state too)."""
+        (self.dir / "checkpoints" / f"{name}.pt").unlink(missing_ok=True)
