@@ -122,6 +122,9 @@ def test_a_model_teacher_plays_every_ladder_round_by_round_in_batched_calls(worl
     assert [e.meta for e in build_sft_set(world, queries, transcripts=chunks[1])] == [e.meta for e in taught]
     with pytest.raises(ValueError, match="no teacher_model"):
         build_sft_set(world, queries, transcripts=chunks[0])
+    with pytest.raises(ValueError, match="chunk"):
+        build_sft_set(world, queries, teacher_model=SaysSecond(), chunk=0)
+    assert build_sft_set(world, [], teacher_model=SaysSecond()) == []
     cfg = SFTDataConfig()
     rng = random.Random("molt-sft:0")
     for q, t in zip(queries, taught):                   # one query at a time, the same rng stream

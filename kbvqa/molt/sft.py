@@ -209,7 +209,9 @@ def build_sft_set(world, queries: Sequence, rankings: Sequence[Sequence[str]] | 
         raise ValueError("the transcripts were written for other queries, candidates or settings")
     if len(written) < len(queries) and teacher_model is None:
         raise ValueError(f"{len(written)} transcripts for {len(queries)} queries and no teacher_model for the rest")
-    step = chunk or len(queries)
+    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
+        raise ValueError(f"chunk must be None or a positive int, got {chunk!r}")
+    step = chunk or max(len(queries), 1)
     for start in range(len(written), len(queries), step):
         part = slice(start, start + step)
         images = [view_ref(world, q.meta["view_id"], config.image_size) for q in queries[part]]
