@@ -9,7 +9,9 @@ rank. Ranks, lowest first (``RANKS``: module or package prefix -> rank; the long
 2. ``prompts`` (the papers' prompt files and formats) and ``parsers`` (model output -> answers).
 3. ``models``: the one VLM interface, its processors, encoders and the tiny model's task mixture.
 4. shared machinery by role: ``retrieval``, ``search`` (UCT, bandits), ``rl`` (SFT, GRPO with reward
-   functions passed in, PPO), ``metrics`` (official scorers, the answer judge, AUC, intervals).
+   functions passed in, PPO), ``metrics`` (official scorers, the answer judge, AUC, intervals),
+   ``experiments.work`` (the work folder a long run resumes from: finished rows, trained weights,
+   SFT checkpoints).
 5. the cpu profile's checkpoints: ``reader``, the tiny model (``models.tiny``, ``models.tiny_recipe``,
    ``models.model_card``) and ``load_vlm`` by role (``models.checkpoints``, re-exported by
    ``kbvqa.models``, with ``models.gpu_budget``, the gpu profile's memory plan over those roles):
@@ -31,7 +33,7 @@ RANKS = {
     "kbvqa.data": 1,
     "kbvqa.prompts": 2, "kbvqa.parsers": 2,
     "kbvqa.models": 3,
-    "kbvqa.retrieval": 4, "kbvqa.search": 4, "kbvqa.rl": 4, "kbvqa.metrics": 4,
+    "kbvqa.retrieval": 4, "kbvqa.search": 4, "kbvqa.rl": 4, "kbvqa.metrics": 4, "kbvqa.experiments.work": 4,
     "kbvqa.reader": 5, "kbvqa.models.tiny": 5, "kbvqa.models.tiny_recipe": 5, "kbvqa.models.model_card": 5,
     "kbvqa.models.checkpoints": 5, "kbvqa.models.gpu_budget": 5,
     "kbvqa.rcts": 6, "kbvqa.serts": 6, "kbvqa.reag": 6, "kbvqa.molt": 6,

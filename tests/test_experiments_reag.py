@@ -130,7 +130,7 @@ def test_a_chapter_reading_the_committed_evidence_never_rewrites_it(tmp_path, wo
     path = tmp_path / "evidence.json"
     path.write_text(json.dumps({"fingerprint": "another critic", "critic_model": "x", "queries": {}}))
     before = path.read_text()
-    monkeypatch.setattr(ladder, "train_ladder_critic", lambda world, config: "critic")
+    monkeypatch.setattr(ladder, "train_ladder_critic", lambda world, config, **kw: "critic")
     monkeypatch.setattr(ladder, "retrieve_evidence", lambda world, qs, critic, config: {q.id: {"live": 1} for q in qs})
     queries = world.kbvqa_test[:2]
     got = ladder.load_evidence(world, queries, LadderConfig(), path, write=False)

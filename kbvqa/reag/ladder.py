@@ -33,6 +33,7 @@ from pathlib import Path
 from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
+from kbvqa.experiments.work import trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.parsers import parse_think_answer
@@ -173,19 +174,20 @@ def evidence_fingerprint(config: LadderConfig) -> str:
 
 
 def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None,
-                  write: bool = True) -> dict:
+                  write: bool = True, work=None) -> dict:
     """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
     (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
     critic scores without retraining the critic); recomputed when ``evidence_fingerprint`` changed.
     ``write=False`` (a chapter reading the committed file) computes what is missing without writing:
-    in the gpu profile the fingerprint differs, and the committed run's file must stay as it is."""
+    in the gpu profile the fingerprint differs, and the committed run's file must stay as it is.
+    ``work`` (a ``kbvqa.experiments.work.WorkFolder``) keeps the trained critic for a rerun."""
     key = evidence_fingerprint(config)     # chapter 30's pipeline rows depend on it too
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
     have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
     missing = [q for q in queries if q.id not in have]
     if missing:
         t0 = time.perf_counter()
-        critic_vlm = train_ladder_critic(world, config)
+        critic_vlm = train_ladder_critic(world, config, work=work)
         have.update(retrieve_evidence(world, missing, critic_vlm, config))
         if log is not None:
             log["critic"] = {"steps": config.critic_steps, "seconds": round(time.perf_counter() - t0, 1)}
@@ -197,10 +199,12 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
 
 
 def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, log: dict | None = None,
-              done: dict | None = None, on_records=None) -> dict[str, list[dict]]:
+              done: dict | None = None, on_records=None, work=None) -> dict[str, list[dict]]:
     """Records of each rung in ``rungs`` (names; default all) for ``queries``. Rungs listed in
     ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
-    generators are built in order and the cold start is reused as the start of GRPO."""
+    generators are built in order and the cold start is reused as the start of GRPO. With a ``work``
+    folder (``kbvqa.experiments.work.WorkFolder``) each trained generator is saved as it is made and
+    read back by a rerun, the SFT stages checkpoint every 10 steps and ``log`` is saved beside them."""
     names = list(rungs or RUNG_BY_NAME)
     unknown = [n for n in names if n not in RUNG_BY_NAME]
     if unknown:
@@ -211,15 +215,24 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
         if kind not in models:
             if kind == "zero_shot":
                 models[kind] = load_vlm("rl_policy")
-            elif kind == "rl":
-                cold = models.get("cold_start") or train_generator("cold_start", world, config, log=log)
-                models[kind] = train_generator("rl", world, config, base=copy_vlm(cold), log=log)
             else:
-                models[kind] = train_generator(kind, world, config, log=log)
+                if kind == "rl" and "cold_start" not in models:
+                    models["cold_start"] = trained_generator("cold_start", world, config, log, work)
+                base = copy_vlm(models["cold_start"]) if kind == "rl" else None
+                models[kind] = trained_generator(kind, world, config, log, work, base=base)
         out[rung.name] = evaluate(models[kind], world, queries, evidence, rung, config)
         if on_records is not None:
             on_records(rung.name, out[rung.name])
     return out
+
+
+def trained_generator(kind: str, world, config: LadderConfig, log: dict, work=None, base=None):
+    """``train_generator(kind)`` (``base``: the model it starts from, a copy of the cold start for
+    "rl"), or the generator a run saved in ``work`` read back into a fresh ``rl_policy`` model."""
+    def save_log():
+        work.save_log(log)
+    return trained_model(work, kind, lambda: train_generator(kind, world, config, base=base, log=log, work=work),
+                         lambda: load_vlm("rl_policy"), on_saved=save_log)
 
 
 # ------------------------------------------------------------------------------ a real subset (gpu profile)

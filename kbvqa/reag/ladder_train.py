@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import time
 
+from kbvqa.experiments.work import sft_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.models.vlm import VLM
@@ -31,33 +32,67 @@ from kbvqa.reag.traces import grpo_prompts, write_traces
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
-def train_ladder_critic(world, config, vlm=None):
-    """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped model."""
+def train_ladder_critic(world, config, vlm=None, work=None):
+    """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped
+    model (or ``vlm``); with a ``work`` folder read back from it when a run saved it, else saved there."""
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
-    critic_vlm, _ = train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None)
-    return critic_vlm
+
+    def train():
+        return train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None)[0]
+    return trained_model(work, "critic", train, lambda: load_vlm("critic"), lora=cfg.lora, freeze_vision=False)
 
 
-def training_examples(world, config, traces: bool) -> list:
+def training_examples(world, config, traces: bool, work=None, log: dict | None = None) -> list:
     """Critic tuples of the train split as SFT examples: with traces (cold start; templated, or written
-    by the ``reag_generator`` role's model when ``config.traces == "model"``, ``write_traces``) or the
+    by the ``reag_generator`` role's model when ``config.traces == "model"``: ``model_traces``) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
 
     examples = cold_start_examples(world, config.train_examples, seed=config.seed, cfg=role_mix_config("rl_policy"))
     if traces:
         if config.traces == "model":
-            return write_traces(load_vlm("reag_generator"), world, examples, max_new_tokens=config.trace_tokens,
-                                seed=config.seed, batch_size=config.batch_size,
-                                cfg=role_mix_config("reag_generator"))
+            return model_traces(world, examples, config, work=work, log=log)
         return examples
     return [Example(e.prompt, f"<answer>{parse_think_answer(e.completion).answer}</answer>", "sft", meta=e.meta)
             for e in examples]
 
 
-def train_generator(kind: str, world, config, base=None, log: dict | None = None):
+def model_traces(world, examples, config, work=None, log: dict | None = None, chunk: int = 128) -> list:
+    """``write_traces`` by the ``reag_generator`` role's model for ``examples``, ``chunk`` at a time
+    (a multiple of the generate batch, so the batches are those of one call). With a ``work`` folder
+    each chunk's traces are kept as written (``data/traces.json``) and a rerun writes only the rest;
+    traces kept for other examples raise ``ValueError``. ``log["traces"]``: count and seconds."""
+
+    def key(e):
+        return [list(e.meta["query_ids"]), list(e.meta["passage_ids"])]
+
+    saved = (work.data("traces") if work is not None else None) or {"seconds": 0.0, "traces": []}
+    done = saved["traces"]
+    if [d["key"] for d in done] != [key(e) for e in examples[: len(done)]]:
+        raise ValueError("the kept traces are for other examples (another seed or split): rerun with --fresh")
+    out = [Example(e.prompt, d["completion"], e.task, meta={**e.meta, "trace_source": d["source"]})
+           for e, d in zip(examples, done)]
+    writer, t0 = None, time.perf_counter()
+    for start in range(len(done), len(examples), chunk):
+        writer = writer or load_vlm("reag_generator")
+        new = write_traces(writer, world, examples[start:start + chunk], max_new_tokens=config.trace_tokens,
+                           seed=config.seed, batch_size=config.batch_size, cfg=role_mix_config("reag_generator"))
+        out += new
+        done += [{"key": key(e), "completion": e.completion, "source": e.meta["trace_source"]} for e in new]
+        if work is not None:
+            work.save_data("traces", {"seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
+                                      "traces": done})
+    if log is not None:
+        log["traces"] = {"n": len(out), "seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
+                         "from_model": sum(e.meta["trace_source"] == "teacher" for e in out)}
+    return out
+
+
+def train_generator(kind: str, world, config, base=None, log: dict | None = None, work=None):
     """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
-    from the shipped model; ``log[kind]`` gets its curve's start, end and seconds."""
+    from the shipped model; ``log[kind]`` gets its curve's start, end and seconds. With a ``work``
+    folder an SFT stage saves a checkpoint every 10 steps and resumes from the last one, and model
+    traces are kept as they are written (``model_traces``)."""
 
     if kind not in ("zero_shot", "sft", "cold_start", "rl"):
         raise ValueError(f"unknown generator kind {kind!r}")
@@ -67,8 +102,11 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         steps = config.cold_steps if kind == "cold_start" else config.sft_steps
         alpha = config.alpha if kind == "cold_start" else 1.0
         cfg = SFTConfig(alpha=alpha, steps=steps, batch_size=8, lr=config.sft_lr, warmup_steps=10,
-                        seed=config.seed, progress=False)
-        out = sft_train(vlm, training_examples(world, config, traces=kind == "cold_start"), cfg)
+                        seed=config.seed, progress=False, checkpoint_every=10 if work is not None else 0)
+        examples = training_examples(world, config, traces=kind == "cold_start", work=work, log=log)
+        checkpointing, before = sft_checkpointing(work, kind)
+        t0 -= before                                   # the seconds of earlier runs count too
+        out = sft_train(vlm, examples, cfg, **checkpointing)
         log[kind] = {"steps": steps, "alpha": alpha, "loss_start": round(out.loss[0], 4),
                      "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4)}
     elif kind == "rl":

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
-from kbvqa.experiments.molt_training.work import WorkFolder, default_work_root, run_fingerprint
+from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
 from kbvqa.experiments.runs import provenance
+from kbvqa.experiments.work import WorkFolder, sft_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
 from kbvqa.molt.experiment import (
@@ -63,14 +64,11 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
                              max_new_tokens=config.teacher_tokens, transcripts=saved["transcripts"] or None,
                              chunk=128, on_transcripts=keep_transcripts)
     teacher_s = saved["seconds"] + time.perf_counter() - t0
-    resume = work.checkpoint("cold") if work is not None else None
-    before, t1 = (resume or {}).get("seconds", 0.0), time.perf_counter()
-
-    def keep(state):
-        work.save_checkpoint("cold", {**state, "seconds": before + time.perf_counter() - t1})
+    checkpointing, before = sft_checkpointing(work, "cold")
+    t1 = time.perf_counter()
     out = sft_train(vlm, examples, SFTConfig(alpha=0.5, steps=config.sft_steps, batch_size=8, lr=config.sft_lr,
                                              warmup_steps=10, seed=config.seed, progress=False, checkpoint_every=10),
-                    resume=resume, on_checkpoint=keep if work is not None else None)
+                    **checkpointing)
     if log is not None:
         log["sft"] = {"steps": config.sft_steps, "teacher": config.teacher, "teacher_seconds": round(teacher_s, 1),
                       "loss_start": round(out.loss[0], 4),
@@ -136,14 +134,8 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
 
     def trained(name, train):
         """The judge of stage ``name``: read back from ``work`` when a run saved it, else trained and saved."""
-        if work is not None and work.has_model(name):
-            return work.load_model(name, load_vlm("judge"))
-        vlm = train()
-        if work is not None:
-            work.save_model(name, vlm)
-            work.save_log(log)
-            work.drop_checkpoint(name)
-        return vlm
+        return trained_model(work, name, train, lambda: load_vlm("judge"),
+                             on_saved=lambda: work.save_log(log))
 
     if pending("zero_shot_one_shot", "zero_shot_tournament"):
         base = load_vlm("judge")

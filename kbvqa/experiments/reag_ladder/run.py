@@ -3,7 +3,10 @@
 The runner of ``python -m kbvqa.experiments.reag_ladder``: ``run_ladder`` resumes or runs every rung
 into ``runs/<rung>.jsonl`` under its fingerprint (``rung_fingerprint``: the settings its records
 depend on); ``main`` parses the command line, runs the ladder and writes the table with its
-provenance (``results.json``; a resumed run keeps the earlier invocations).
+provenance (``results.json``; a resumed run keeps the earlier invocations). On the reader the
+training stages take hours: each trained model (critic, SFT, cold start, GRPO), the model-written
+traces, the SFT stages' checkpoints and the training log are kept in a work folder
+(``kbvqa.experiments.work``, ``--work``; named by ``work_name``) so that a rerun trains only what is missing.
 
 Leaves out: what the experiment is, its rungs and folder (this package's ``__init__``), the
 settings, evidence and the rungs' runs (``kbvqa.reag.ladder``), the tables (``kbvqa.reag.results``).
@@ -19,6 +22,7 @@ from pathlib import Path
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
+from kbvqa.experiments.work import WorkFolder, default_work_root, work_fingerprint
 from kbvqa.models.checkpoints import role_model
 from kbvqa.reag.ladder import LADDER_ROLES, TRACE_SOURCES, LadderConfig, load_evidence, run_rungs
 from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung, print_table, summarise, write_results
@@ -42,23 +46,30 @@ def rung_fingerprint(rung: Rung, config: LadderConfig) -> str:
     return f"{rung.name}:{config.fingerprint(*fields)}:" + ",".join(sorted(set(ladder_models().values())))
 
 
+def work_name(config: LadderConfig) -> str:
+    """The work folder's name: every setting but the number of evaluated queries, and the roles' models."""
+    return work_fingerprint({"config": {k: v for k, v in asdict(config).items() if k != "limit"},
+                             "models": ladder_models()})
+
+
 def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
-               fresh: bool = False) -> tuple[dict[str, list[dict]], dict]:
+               fresh: bool = False, work: WorkFolder | None = None) -> tuple[dict[str, list[dict]], dict]:
     """The whole experiment: records of every rung in ``out/runs/`` (resumed unless ``fresh``) and a
-    training log; returns ({rung: records}, log)."""
+    training log; returns ({rung: records}, log). With a ``work`` folder the trained models and the
+    log are kept there and read back (the log starts from the one kept)."""
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[: config.limit]
     ids = [q.id for q in queries]
     runs_dir = Path(out) / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
-    finished, log = {}, {}
+    finished, log = {}, (work.log() if work is not None else {})
     for name in rungs or RUNG_BY_NAME:
         done = resumed_run(runs_dir / f"{name}.jsonl", rung_fingerprint(RUNG_BY_NAME[name], config), ids, fresh)
         if done:
             finished[name] = done[1]
     pending = len(finished) < len(rungs or RUNG_BY_NAME)
-    evidence = load_evidence(world, queries, config, Path(out) / "evidence.json", log) if pending else {}
+    evidence = load_evidence(world, queries, config, Path(out) / "evidence.json", log, work=work) if pending else {}
 
     def write(name, records):
         header = {"rung": name, "fingerprint": rung_fingerprint(RUNG_BY_NAME[name], config), "n": len(records)}
@@ -66,7 +77,7 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
         (runs_dir / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
         print(f"  {name}: {sum(r['correct'] for r in records)}/{len(records)} correct", flush=True)
 
-    new = run_rungs(world, queries, evidence, config, rungs, log, done=finished, on_records=write)
+    new = run_rungs(world, queries, evidence, config, rungs, log, done=finished, on_records=write, work=work)
     return {name: (finished.get(name) or new[name]) for name in (rungs or RUNG_BY_NAME)}, log
 
 
@@ -76,14 +87,18 @@ def main(argv=None) -> dict:
                               "first N test queries", RESULTS_DIR, what="rungs")
     parser.add_argument("--traces", choices=TRACE_SOURCES, default=LadderConfig.traces,
                         help="who writes the cold start's traces (model: the reag_generator role's)")
+    parser.add_argument("--work", type=Path, default=default_work_root("reag_ladder"),
+                        help="where trained models and checkpoints are kept for a rerun to resume")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     config = LadderConfig(limit=args.limit, seed=args.seed, traces=args.traces)
+    work = WorkFolder(args.work, work_name(config), fresh=args.fresh)
+    print(f"work folder: {work.dir}", flush=True)
     t0 = time.perf_counter()
-    records, log = run_ladder(config, args.out, args.rungs, args.fresh)
+    records, log = run_ladder(config, args.out, args.rungs, args.fresh, work=work)
     command = "python -m kbvqa.experiments.reag_ladder " + " ".join(argv if argv is not None else sys.argv[1:])
     earlier = json.loads((args.out / "results.json").read_text()) if (args.out / "results.json").exists() else {}
     earlier_prov = earlier.get("provenance", {})    # a resumed run keeps the earlier invocations' log and time

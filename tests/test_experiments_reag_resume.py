@@ -1,0 +1,137 @@
+"""The ReAG ladder resumes from its work folder (``kbvqa.experiments.work``): on the reader its critic,
+SFT, cold start and GRPO stages take hours, more than one sitting of the machines it runs on. A run
+cut off mid-way keeps every trained model, the model-written traces and the SFT's last checkpoint,
+and the rerun trains only what is missing and ends as an uninterrupted run. Tiny random models."""
+from __future__ import annotations
+
+import pytest
+
+from kbvqa.experiments.work import WorkFolder
+from kbvqa.reag import ladder, ladder_train
+from kbvqa.reag.ladder import LadderConfig
+
+
+def tiny(role="rl_policy", **kw):
+    from kbvqa.models import build_tiny_vlm
+
+    return build_tiny_vlm("qwen2_vl", texts=["<think> </think> <answer> </answer> Yes No the a"], seed=0,
+                          hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
+                          vision_width=32, vision_depth=1)
+
+
+def trainable(vlm):
+    return {n: p.detach().clone() for n, p in vlm.model.named_parameters() if p.requires_grad}
+
+
+CONFIG = LadderConfig(limit=2, critic_steps=1, sft_steps=1, cold_steps=12, train_examples=4, grpo_steps=1,
+                      group_size=2, prompts_per_step=1, max_new_tokens=4, batch_size=4, traces="model",
+                      trace_tokens=4)
+
+
+@pytest.fixture()
+def world(monkeypatch):
+    import torch
+
+    from kbvqa.data import get_world
+
+    torch.set_num_threads(1)
+    monkeypatch.setattr(ladder, "load_vlm", tiny)
+    monkeypatch.setattr(ladder_train, "load_vlm", tiny)
+    return get_world(0)
+
+
+def _evidence(world, queries):
+    noise = [p.id for p in world.documents[-1].passages[:2]]
+    return {q.id: {"coarse": noise, "fine": [q.evidence_ids[0]], "coarse_scores": [0.5, 0.5],
+                   "fine_scores": [0.9], "threshold": 0.1, "evidence": list(q.evidence_ids)} for q in queries}
+
+
+def test_an_interrupted_ladder_trains_only_what_is_missing(tmp_path, world, monkeypatch):
+    queries = world.kbvqa_test[:2]
+    evidence, work = _evidence(world, queries), WorkFolder(tmp_path, "run")
+    calls, seen = [], {}
+    real_sft, real_grpo, real_traces = ladder_train.sft_train, ladder_train.grpo_train, ladder_train.write_traces
+
+    def sft(*a, **k):
+        calls.append("sft")
+        return real_sft(*a, **k)
+
+    def grpo(*a, **k):
+        calls.append("grpo")
+        if calls.count("grpo") == 1:
+            raise KeyboardInterrupt("the session ended")
+        return real_grpo(*a, **k)
+
+    def traces(*a, **k):
+        calls.append("traces")
+        return real_traces(*a, **k)
+
+    monkeypatch.setattr(ladder_train, "sft_train", sft)
+    monkeypatch.setattr(ladder_train, "grpo_train", grpo)
+    monkeypatch.setattr(ladder_train, "write_traces", traces)
+    log = {}
+    with pytest.raises(KeyboardInterrupt):
+        ladder.run_rungs(world, queries, evidence, CONFIG, rungs=["sft", "traces", "rl"], log=log, work=work,
+                         on_records=lambda name, records: seen.setdefault(name, records))
+    assert calls == ["sft", "traces", "sft", "grpo"] and set(seen) == {"sft", "traces"}
+    assert work.has_model("sft") and work.has_model("cold_start") and not work.has_model("rl")
+    assert len(work.data("traces")["traces"]) == CONFIG.train_examples and work.checkpoint("cold_start") is None
+    assert {"sft", "cold_start", "traces"} <= set(work.log())
+
+    out = ladder.run_rungs(world, queries, evidence, CONFIG, rungs=["sft", "traces", "rl"], log=work.log(),
+                           work=work)
+    assert calls[4:] == ["grpo"], "the rerun reads the SFT, the traces and the cold start back"
+    assert work.has_model("rl") and "rl" in work.log()
+    assert [r["output"] for r in out["traces"]] == [r["output"] for r in seen["traces"]], \
+        "a generator read back answers as the one trained"
+
+
+def test_an_interrupted_sft_stage_resumes_from_its_checkpoint(tmp_path, world, monkeypatch):
+    whole = trainable(ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log={}))
+    work, real_save = WorkFolder(tmp_path, "run"), WorkFolder.save_checkpoint
+
+    def save_then_stop(self, name, state):
+        real_save(self, name, state)
+        raise KeyboardInterrupt("the session ended")
+
+    monkeypatch.setattr(WorkFolder, "save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log={}, work=work)
+    assert work.checkpoint("cold_start")["step"] == 10
+    monkeypatch.setattr(WorkFolder, "save_checkpoint", real_save)
+    log = {}
+    resumed = trainable(ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log=log, work=work))
+    assert set(resumed) == set(whole)
+    assert all(__import__("torch").allclose(resumed[n], whole[n], atol=1e-6) for n in whole)
+    assert log["cold_start"]["seconds"] >= 0 and log["traces"]["n"] == CONFIG.train_examples
+
+
+def test_kept_traces_for_other_examples_raise(tmp_path, world):
+    work = WorkFolder(tmp_path, "run")
+    examples = ladder_train.training_examples(world, CONFIG, traces=True, work=work)
+    assert len(examples) == CONFIG.train_examples and work.data("traces")["seconds"] >= 0
+    again = ladder_train.training_examples(world, CONFIG, traces=True, work=work)
+    assert [e.completion for e in again] == [e.completion for e in examples]
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="other examples"):
+        ladder_train.training_examples(world, replace(CONFIG, seed=1), traces=True, work=work)
+
+
+def test_the_ladder_critic_is_kept(tmp_path, world, monkeypatch):
+    work, trained = WorkFolder(tmp_path, "run"), []
+    real = ladder_train.train_critic
+    monkeypatch.setattr(ladder_train, "train_critic", lambda *a, **k: trained.append(1) or real(*a, **k))
+    first = trainable(ladder_train.train_ladder_critic(world, CONFIG, work=work))
+    again = trainable(ladder_train.train_ladder_critic(world, CONFIG, work=work))
+    assert trained == [1] and work.has_model("critic")
+    assert set(first) == set(again) and all(bool((first[n] == again[n]).all()) for n in first)
+
+
+def test_the_work_folder_is_named_by_what_training_depends_on():
+    from dataclasses import replace
+
+    from kbvqa.experiments.reag_ladder.run import work_name
+
+    assert work_name(CONFIG) == work_name(replace(CONFIG, limit=50)), "evaluating more queries trains nothing anew"
+    assert work_name(CONFIG) != work_name(replace(CONFIG, critic_steps=2))
