@@ -204,3 +204,17 @@ def test_a_live_rerun_keeps_the_records_prompts_in_the_gpu_profile(monkeypatch):
     assert not kbvqa_config.get_profile().short_prompts
     for method in (m for m in ex.METHODS if m.kind in ("serts", "reflection")):
         assert ex.search_config(method, ex.ExperimentConfig(), 42).short_prompts is True
+
+
+def test_the_runner_can_run_a_subset_of_methods_and_seeds(tmp_path, monkeypatch):
+    """On the reader each searching method costs ~24 model calls per question and seed: the runner
+    takes a subset of methods and seeds, and the table holds just those."""
+    import kbvqa.experiments.serts_experiment.run as runner
+
+    monkeypatch.setattr(runner, "load_vlm", lambda role, **kw: FakeAnswerer())
+    results = runner.main(["--setups", "scripted", "--scripted-n", "2", "--chunk", "2", "--seeds", "42",
+                           "--methods", "bm25", "serts_12", "--out", str(tmp_path)])
+    rows = results["setups"]["scripted"]["rows"]
+    assert [r["method"] for r in rows] == ["bm25", "serts_12"] and all(r["seeds"] == [42] for r in rows)
+    assert tuple(results["config"]["seeds"]) == (42,) and results["config"]["chunk"] == 2
+    assert {r["method"] for r in res.load_records("scripted", tmp_path)} == {"bm25", "serts_12"}

@@ -142,7 +142,8 @@ def _fmt(pair, scale=100.0, digits=1) -> str:
 
 
 def table(results: dict, setup: str, which: str = "tab3") -> list[dict]:
-    """Plain rows (ours as "mean ± spread" in %, the paper's beside) for ``tab3``, ``tab4``, ``tab6``, ``tab9``."""
+    """Plain rows (ours as "mean ± spread" in %, the paper's beside) for ``tab3``, ``tab4``, ``tab6``, ``tab9``;
+    a method the run left out (``--methods``) has no row."""
     names = {"tab3": ("bm25", "reflection_6", "serts_6", "reflection_12", "serts_12"),
              "tab4": ("ground_truth", "bm25", "reflection_6", "serts_6", "reflection_12", "serts_12"),
              "tab6": ("bm25", "reflection_12", "serts_random_12", "serts_greedy_12", "serts_12"),
@@ -159,9 +160,9 @@ def table(results: dict, setup: str, which: str = "tab3") -> list[dict]:
         if which == "tab3":
             keys, paper = RETRIEVAL_KEYS, "paper_"
         elif which == "tab9":
-            base = rows["reflection_6"]["generated_tokens"][0]
+            base = rows["reflection_6"]["generated_tokens"][0] if "reflection_6" in rows else None  # a subset run
             row.update({"tokens / question": _fmt(r["generated_tokens"], 1, 0),
-                        "vs reflection Sim 6": round(r["generated_tokens"][0] / base, 2),
+                        "vs reflection Sim 6": round(r["generated_tokens"][0] / base, 2) if base else None,
                         "paper total": PAPER_TAB9[name], "paper vs reflection Sim 6":
                         round(PAPER_TAB9[name] / PAPER_TAB9["reflection_6"], 2)})
             out.append(row)

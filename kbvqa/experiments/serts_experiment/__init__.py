@@ -1,6 +1,8 @@
 """SeRTS experiments on the toy literature (Tab. 3, 4, 6 and 9 analogues): the script behind chapter 17.
 
-Run ``python -m kbvqa.experiments.serts_experiment [--scripted-n 80] [--model-n 8] [--threads 1]``.
+Run ``python -m kbvqa.experiments.serts_experiment [--scripted-n 80] [--model-n 8] [--threads 1]``;
+``--methods``, ``--seeds`` and ``--chunk`` pick a subset of the methods and seeds and the questions
+searched together (on the reader each searching method costs ~24 model calls per question and seed).
 
 Every chunk of held-out questions, for every seed, of each setup (``run_setup``), with the methods,
 models and per-chunk records of ``kbvqa.serts.experiment`` (``run_chunk``, ``ExperimentConfig``,

@@ -94,16 +94,23 @@ def main(argv=None) -> dict:
     parser.add_argument("--model-n", type=int, default=ExperimentConfig.model_n)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=SETUPS)
+    parser.add_argument("--methods", nargs="+", default=[m.name for m in METHODS], choices=[m.name for m in METHODS],
+                        help="a subset of the methods (on the reader each searching method costs ~24 calls "
+                             "per question and seed)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(ExperimentConfig.seeds))
+    parser.add_argument("--chunk", type=int, default=ExperimentConfig.chunk, help="questions searched together")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     seed_everything(0)
-    config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n)
+    config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n, seeds=tuple(args.seeds),
+                     chunk=args.chunk)
+    methods = tuple(m for m in METHODS if m.name in args.methods)
     world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
     t0, runs, times = time.perf_counter(), {}, {}
     for setup in args.setups:
         t = time.perf_counter()
-        runs[setup] = run_setup(setup, world, vlm, config, path=args.out / "runs" / f"{setup}.jsonl")
+        runs[setup] = run_setup(setup, world, vlm, config, methods, path=args.out / "runs" / f"{setup}.jsonl")
         times[setup] = round(time.perf_counter() - t, 1)
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
                       setup_seconds=times,
