@@ -131,12 +131,43 @@ def test_a_chapter_reading_the_committed_evidence_never_rewrites_it(tmp_path, wo
     path.write_text(json.dumps({"fingerprint": "another critic", "critic_model": "x", "queries": {}}))
     before = path.read_text()
     monkeypatch.setattr(ladder, "train_ladder_critic", lambda world, config, **kw: "critic")
-    monkeypatch.setattr(ladder, "retrieve_evidence", lambda world, qs, critic, config: {q.id: {"live": 1} for q in qs})
+    monkeypatch.setattr(ladder, "ladder_retriever", lambda world, config: "retriever")
+    monkeypatch.setattr(ladder, "retrieve_evidence", lambda world, qs, critic, config, retriever=None:
+                        {q.id: {"live": 1} for q in qs})
     queries = world.kbvqa_test[:2]
     got = ladder.load_evidence(world, queries, LadderConfig(), path, write=False)
     assert got == {q.id: {"live": 1} for q in queries} and path.read_text() == before
     ladder.load_evidence(world, queries, LadderConfig(), path)          # the experiment's runner writes
     assert set(json.loads(path.read_text())["queries"]) == {q.id for q in queries}
+
+
+def test_evidence_is_written_chunk_by_chunk_and_an_interrupted_run_scores_only_the_rest(tmp_path, world,
+                                                                                       monkeypatch):
+    """On the reader the critic scores ~50 passages per query (an hour for the ladder's queries): the
+    file is written every ``chunk`` queries, and a rerun scores only the queries it lacks."""
+    import json
+
+    path, scored = tmp_path / "evidence.json", []
+
+    def retrieve(world, qs, critic, config, retriever=None):
+        if len(scored) == 2:
+            raise KeyboardInterrupt("the session ended")
+        scored.append([q.id for q in qs])
+        return {q.id: {"live": q.id} for q in qs}
+
+    monkeypatch.setattr(ladder, "train_ladder_critic", lambda world, config, **kw: "critic")
+    monkeypatch.setattr(ladder, "ladder_retriever", lambda world, config: "retriever")
+    monkeypatch.setattr(ladder, "retrieve_evidence", retrieve)
+    queries = world.kbvqa_test[:5]
+    with pytest.raises(KeyboardInterrupt):
+        ladder.load_evidence(world, queries, LadderConfig(), path, chunk=2)
+    kept = json.loads(path.read_text())
+    assert sorted(kept["queries"]) == sorted(q.id for q in queries[:4]) and kept["seconds"] >= 0
+    scored.clear()
+    log = {}
+    got = ladder.load_evidence(world, queries, LadderConfig(), path, log=log, chunk=2)
+    assert scored == [[queries[4].id]] and got == {q.id: {"live": q.id} for q in queries}
+    assert log["critic"]["seconds"] >= kept["seconds"]
 
 
 # ------------------------------------------------------------------------------ evaluation

@@ -5,10 +5,11 @@
 - ``rung_passages(rung, evidence)``: the passages the generator reads on a rung (none, every coarse
   passage, the critic-kept coarse ones, the critic-kept coarse + fine ones; an oracle rung: the
   evidence alone).
-- ``retrieve_evidence``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the profile's
-  grounder) and the critic's P(Yes) of every retrieved passage; ``load_evidence`` reads it from /
-  writes it to ``evidence.json`` (passage ids and P(Yes), so the chapter reuses the committed critic
-  scores without retraining the critic) under ``evidence_fingerprint`` (settings + critic model).
+- ``retrieve_evidence``: coarse and coarse + fine retrieval (``ladder_retriever``: ``MultilevelRetriever``,
+  the profile's grounder) and the critic's P(Yes) of every retrieved passage; ``load_evidence`` reads
+  it from / writes it to ``evidence.json`` (passage ids and P(Yes), so the chapter reuses the committed
+  critic scores without retraining the critic) under ``evidence_fingerprint`` (settings + critic
+  model), chunk by chunk so that an interrupted run scores only the rest.
 - ``evaluate``: greedy answers of a generator on one rung, scored by the official scorer of each
   question's kind (``kbvqa.metrics.official_correct``: InfoSeek pointwise, E-VQA multi-answer IoU;
   ReAG's task reward only trains); ``run_rungs``: the records of some rungs, the generators
@@ -119,15 +120,20 @@ def _round(score):
     return None if score is None else round(float(score), 4)
 
 
+def ladder_retriever(world, config: LadderConfig, grounder=None) -> MultilevelRetriever:
+    """The ladder's coarse + fine retriever over ``world.documents`` (the profile's k unless
+    ``config.k``, the profile's grounder unless ``grounder``)."""
+    overrides = {"k": config.k} if config.k else {}
+    return MultilevelRetriever(world.documents, config=MultilevelConfig.for_profile(get_profile(), **overrides),
+                               grounder=grounder or get_grounder(get_profile()))
+
+
 def retrieve_evidence(world, queries, critic_vlm, config: LadderConfig, retriever=None, grounder=None) -> dict:
     """{query id: {coarse, fine (passage ids), coarse_scores, fine_scores (P(Yes)), threshold,
     evidence}} for ``queries``: coarse and coarse + fine retrieval (``MultilevelRetriever``, the
     profile's grounder) and the critic's P(Yes) of every retrieved passage (None without a critic)."""
     profile = get_profile()
-    if retriever is None:
-        overrides = {"k": config.k} if config.k else {}
-        retriever = MultilevelRetriever(world.documents, config=MultilevelConfig.for_profile(profile, **overrides),
-                                        grounder=grounder or get_grounder(profile))
+    retriever = retriever or ladder_retriever(world, config, grounder)
     fine = retriever.retrieve(queries)
     coarse = [[p for d, _ in r.coarse for p in retriever.index.by_id[d].passages] for r in fine]
     fine = [[rp.passage for rp in r.passages] for r in fine]
@@ -174,27 +180,35 @@ def evidence_fingerprint(config: LadderConfig) -> str:
 
 
 def load_evidence(world, queries, config: LadderConfig, path: Path | None = None, log: dict | None = None,
-                  write: bool = True, work=None) -> dict:
+                  write: bool = True, work=None, chunk: int = 50) -> dict:
     """``retrieve_evidence`` of ``queries`` with the ladder's critic, read from / written to ``path``
     (``evidence.json`` of the results: passage ids and P(Yes), so the chapter reuses the committed
     critic scores without retraining the critic); recomputed when ``evidence_fingerprint`` changed.
     ``write=False`` (a chapter reading the committed file) computes what is missing without writing:
     in the gpu profile the fingerprint differs, and the committed run's file must stay as it is.
-    ``work`` (a ``kbvqa.experiments.work.WorkFolder``) keeps the trained critic for a rerun."""
+    ``work`` (a ``kbvqa.experiments.work.WorkFolder``) keeps the trained critic for a rerun, and the
+    file is written every ``chunk`` queries (with the seconds spent so far), so a rerun of an
+    interrupted run scores only the queries it lacks."""
     key = evidence_fingerprint(config)     # chapter 30's pipeline rows depend on it too
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
-    have = stored.get("queries", {}) if stored.get("fingerprint") == key else {}
+    current = stored.get("fingerprint") == key
+    have = stored.get("queries", {}) if current else {}
+    seconds = stored.get("seconds", 0.0) if current else 0.0
     missing = [q for q in queries if q.id not in have]
     if missing:
         t0 = time.perf_counter()
         critic_vlm = train_ladder_critic(world, config, work=work)
-        have.update(retrieve_evidence(world, missing, critic_vlm, config))
-        if log is not None:
-            log["critic"] = {"steps": config.critic_steps, "seconds": round(time.perf_counter() - t0, 1)}
-        if path is not None and write:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(json.dumps({"fingerprint": key, "critic_model": role_model("critic"),
-                                              "queries": have}, separators=(",", ":")))
+        retriever = ladder_retriever(world, config)
+        for start in range(0, len(missing), chunk):      # written chunk by chunk: a rerun scores the rest
+            have.update(retrieve_evidence(world, missing[start:start + chunk], critic_vlm, config, retriever))
+            if path is not None and write:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_text(json.dumps({"fingerprint": key, "critic_model": role_model("critic"),
+                                                  "seconds": round(seconds + time.perf_counter() - t0, 1),
+                                                  "queries": have}, separators=(",", ":")))
+        seconds += time.perf_counter() - t0
+    if log is not None and missing:
+        log["critic"] = {"steps": config.critic_steps, "seconds": round(seconds, 1)}
     return {q.id: have[q.id] for q in queries}
 
 
