@@ -118,7 +118,7 @@ def test_the_evidence_follows_the_critic_model(monkeypatch):
     monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
     assert ladder.evidence_fingerprint(LadderConfig()) != before
     assert row_fingerprint(ROWS[0]) == row_before, "the rows change with the evidence file, not the role alone"
-    monkeypatch.setattr("kbvqa.experiments.pipeline_ablation.run.evidence_models", lambda: ("new-evidence", "x"))
+    monkeypatch.setattr("kbvqa.experiments.pipeline_ablation.run.evidence_models", lambda *a: ("new-evidence", "x"))
     assert row_fingerprint(ROWS[0]) != row_before
 
 
@@ -301,3 +301,19 @@ def test_real_subset_ladder_says_why_it_is_skipped(monkeypatch):
     with pytest.warns(UserWarning, match="skipped: infoseek: the official annotation files"):
         assert real_subset_ladder("infoseek", 5) == {}
     assert real_subset_ladder("infoseek", 0) == {}
+
+
+def test_the_pipeline_rows_follow_the_evidence_they_read_wherever_it_lies(tmp_path):
+    """Chapter 30's rows can run on a ladder run's evidence still in progress (``--evidence``): the
+    rows' fingerprint names the evidence's fingerprint, not its path, so they stay valid once the
+    file lands in ``data/experiments/reag/``; other evidence reruns them."""
+    import shutil
+
+    from kbvqa.experiments.pipeline_ablation import EVIDENCE_FILE, ROWS, row_fingerprint
+
+    moved = tmp_path / "evidence.json"
+    shutil.copy(EVIDENCE_FILE, moved)
+    assert row_fingerprint(ROWS[0], moved) == row_fingerprint(ROWS[0])
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"fingerprint": "another critic", "critic_model": "x", "queries": {}}))
+    assert row_fingerprint(ROWS[0], other) != row_fingerprint(ROWS[0])

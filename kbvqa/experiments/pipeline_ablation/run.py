@@ -40,15 +40,18 @@ def evidence_models(path: Path = EVIDENCE_FILE) -> tuple[str, str]:
     return stored.get("fingerprint", ""), stored.get("critic_model", "unknown")
 
 
-def row_fingerprint(row: Row) -> str:
+def row_fingerprint(row: Row, evidence: Path = EVIDENCE_FILE) -> str:
     """What a row's records depend on: its settings, the model ``load_vlm("reag_generator")`` gives and
-    the stage inputs (retrieval and P(Yes), ``evidence_models``: new evidence reruns every row)."""
-    return (f"{row.name}:{role_model('reag_generator')}:{evidence_models()[0]}:"
+    the stage inputs (retrieval and P(Yes) in ``evidence``, by their fingerprint, ``evidence_models``:
+    new evidence reruns every row; the same evidence moved elsewhere does not)."""
+    return (f"{row.name}:{role_model('reag_generator')}:{evidence_models(evidence)[0]}:"
             + json.dumps(asdict(row.config), sort_keys=True))
 
 
-def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False) -> tuple[dict, dict]:
-    """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row."""
+def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = False,
+                 evidence: Path = EVIDENCE_FILE) -> tuple[dict, dict]:
+    """Every row's records (resumed from ``out/runs`` unless ``fresh``) and seconds per row, with the
+    stage inputs of ``evidence`` (ReAG's committed ``evidence.json``, or a ladder run's still in progress)."""
 
     world = get_world(0)
     queries = list(world.kbvqa_test)[:limit]
@@ -57,19 +60,20 @@ def run_ablation(limit: int, out: Path = RESULTS_DIR, names=None, fresh: bool = 
     runs_dir.mkdir(parents=True, exist_ok=True)
     done, seconds = {}, {}
     for name in names or ROW_BY_NAME:
-        finished = resumed_run(runs_dir / f"{name}.jsonl", row_fingerprint(ROW_BY_NAME[name]), ids, fresh)
+        finished = resumed_run(runs_dir / f"{name}.jsonl", row_fingerprint(ROW_BY_NAME[name], evidence), ids, fresh)
         if finished:
             done[name], seconds[name] = finished[1], finished[0].get("seconds")
 
     def write(name, records, secs):
         seconds[name] = secs
-        header = {"row": name, "fingerprint": row_fingerprint(ROW_BY_NAME[name]), "n": len(records), "seconds": secs}
+        header = {"row": name, "fingerprint": row_fingerprint(ROW_BY_NAME[name], evidence), "n": len(records),
+                  "seconds": secs}
         lines = [json.dumps(header)] + [json.dumps(r, separators=(",", ":")) for r in records]
         (runs_dir / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
         print(f"  {name}: {sum(r['correct'] for r in records)}/{len(records)} correct ({secs} s)", flush=True)
 
     pending = [n for n in (names or ROW_BY_NAME) if n not in done]
-    new = run_rows(world, queries, load_stage_inputs(queries), pending, on_records=write) if pending else {}
+    new = run_rows(world, queries, load_stage_inputs(queries, evidence), pending, on_records=write) if pending else {}
     return {n: done.get(n) or new[n] for n in (names or ROW_BY_NAME)}, seconds
 
 
@@ -77,18 +81,22 @@ def main(argv=None) -> dict:
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rows", ROW_BY_NAME, 200,
                               "first N test queries (evidence.json has 200)", RESULTS_DIR)
+    parser.add_argument("--evidence", type=Path, default=EVIDENCE_FILE,
+                        help="the stage inputs (a ReAG ladder run's evidence.json; default: the committed one)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     t0 = time.perf_counter()
-    records, seconds = run_ablation(args.limit, args.out, args.rows, args.fresh)
+    records, seconds = run_ablation(args.limit, args.out, args.rows, args.fresh, args.evidence)
     command = "python -m kbvqa.experiments.pipeline_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    fingerprint, critic = evidence_models(args.evidence)
     results = summarise(records, seconds=seconds, stage_inputs=str(EVIDENCE_FILE.relative_to(DATA_DIR.parent)),
+                        stage_inputs_fingerprint=fingerprint,
                         provenance=provenance(args.seed, model=role_model("reag_generator"),
                                               roles={"reag_generator": role_model("reag_generator"),
-                                                     "critic": evidence_models()[1]},
+                                                     "critic": critic},
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
     write_results(results, args.out)
