@@ -197,7 +197,8 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
     assert run_fingerprint(config, "another judge") != run_fingerprint(config, "test-judge")
 
 
-def test_an_interrupted_cold_start_keeps_its_teacher_transcripts_and_its_sft_checkpoint(tmp_path, monkeypatch):
+def test_an_interrupted_cold_start_keeps_its_teacher_transcripts_and_its_sft_checkpoint(tmp_path, monkeypatch,
+                                                                                        session_ends_at_checkpoint):
     """On the reader the model teacher writes for about an hour and the SFT takes longer: a run cut
     off inside the cold start keeps both, and the rerun asks the teacher nothing and ends with the
     weights of an uninterrupted cold start."""
@@ -221,17 +222,11 @@ def test_an_interrupted_cold_start_keeps_its_teacher_transcripts_and_its_sft_che
     world = get_world(0)
     config = MOLTExperimentConfig(sft_queries=3, sft_steps=12, teacher="model", teacher_tokens=4)
     whole = trainable(run.train_cold_start(world, config, vlm=judge(), log={}))
-    work, real_save = WorkFolder(tmp_path, "run"), WorkFolder.save_checkpoint
-
-    def save_then_stop(self, name, state):
-        real_save(self, name, state)
-        raise KeyboardInterrupt("the session ended")
-
-    monkeypatch.setattr(WorkFolder, "save_checkpoint", save_then_stop)
+    work = WorkFolder(tmp_path, "run")
     with pytest.raises(KeyboardInterrupt):
         run.train_cold_start(world, config, vlm=judge(), log={}, work=work)
     assert len(work.data("sft_transcripts")["transcripts"]) == 3 and work.checkpoint("cold")["step"] == 10
-    monkeypatch.setattr(WorkFolder, "save_checkpoint", real_save)
+    session_ends_at_checkpoint()                   # the rerun saves its checkpoints
     again, asked = judge(), []
     generate = again.generate
     monkeypatch.setattr(again, "generate", lambda *a, **k: asked.append(1) or generate(*a, **k))

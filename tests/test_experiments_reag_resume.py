@@ -86,19 +86,13 @@ def test_an_interrupted_ladder_trains_only_what_is_missing(tmp_path, world, monk
         "a generator read back answers as the one trained"
 
 
-def test_an_interrupted_sft_stage_resumes_from_its_checkpoint(tmp_path, world, monkeypatch):
+def test_an_interrupted_sft_stage_resumes_from_its_checkpoint(tmp_path, world, session_ends_at_checkpoint):
     whole = trainable(ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log={}))
-    work, real_save = WorkFolder(tmp_path, "run"), WorkFolder.save_checkpoint
-
-    def save_then_stop(self, name, state):
-        real_save(self, name, state)
-        raise KeyboardInterrupt("the session ended")
-
-    monkeypatch.setattr(WorkFolder, "save_checkpoint", save_then_stop)
+    work = WorkFolder(tmp_path, "run")
     with pytest.raises(KeyboardInterrupt):
         ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log={}, work=work)
     assert work.checkpoint("cold_start")["step"] == 10
-    monkeypatch.setattr(WorkFolder, "save_checkpoint", real_save)
+    session_ends_at_checkpoint()                   # the rerun saves its checkpoints
     log = {}
     resumed = trainable(ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log=log, work=work))
     assert set(resumed) == set(whole)
