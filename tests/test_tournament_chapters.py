@@ -1,7 +1,7 @@
 """Helpers of the MOLT chapters (kbvqa.molt.analysis, kbvqa.molt.candidates):
 recall curves and gold ranks by hand, the comparator model driving the package's three runs, the
-rounds the ground truth must win per schedule, and the exact survival probability against a
-simulation."""
+rounds the ground truth must win per schedule, the exact survival probability against a
+simulation, and a model judge's comparison error read from its records."""
 from __future__ import annotations
 
 import random
@@ -134,3 +134,51 @@ def test_committed_candidate_results_are_consistent():
     ranks = results["gold_ranks"]["fused"]
     assert sum(r == 1 for r in ranks) / len(ranks) == pytest.approx(recall["fused"][0])
     assert {"git_commit", "seed", "date", "machine"} <= set(results["provenance"])
+
+
+def _record(rank, wins, valid=True, correct=None, n=5, order="weak_to_strong"):
+    from kbvqa.molt.analysis import rounds_played
+    from kbvqa.molt.ladder import ladder_schedule
+
+    needed = rounds_played(ladder_schedule([str(r) for r in range(1, n + 1)], order), str(rank))
+    return {"gold_rank": rank, "gt_rounds": wins, "chain_valid": valid,
+            "correct": (wins == needed) if correct is None else correct}
+
+
+def test_comparison_error_by_hand():
+    from kbvqa.molt.analysis import comparison_error, ladder_survival
+
+    # weak-to-strong, N = 5: rank 1 plays 1 round, rank 3 plays 3, rank 5 (the seed) plays 4
+    records = [_record(1, 1), _record(3, 1), _record(5, 4), _record(2, 0, valid=False, correct=False)]
+    out = comparison_error(records)
+    assert (out["consistent"], out["played"], out["lost"]) == (3, 1 + 2 + 4, 1)
+    assert out["eps"] == 1 / 7 and out["observed"] == 0.5
+    assert out["predicted"] == ladder_survival([0.25, 0.25, 0.25, 0, 0.25], 1 / 7, "weak_to_strong")
+    none = comparison_error([_record(2, 0, valid=False, correct=False)])
+    assert none["eps"] is None and none["predicted"] is None and none["observed"] == 0.0
+    with pytest.raises(ValueError, match="order"):
+        comparison_error(records, order="random")
+    with pytest.raises(ValueError, match="gold_rank"):
+        comparison_error([{"gold_rank": 6, "gt_rounds": 0, "chain_valid": True, "correct": False}])
+    with pytest.raises(ValueError, match="no records"):
+        comparison_error([])
+
+
+@pytest.mark.parametrize("order", ["weak_to_strong", "strong_to_weak"])
+def test_comparison_error_recovers_a_simulated_judges_error(order):
+    """A judge that loses each comparison the gold plays with probability 0.2 and keeps every chain:
+    the measured eps is 0.2 and the closed form predicts the observed accuracy."""
+    import random
+
+    from kbvqa.molt.analysis import comparison_error, rounds_played
+    from kbvqa.molt.ladder import ladder_schedule
+
+    rng, schedule, records = random.Random(0), ladder_schedule([str(r) for r in range(1, 6)], order), []
+    for _ in range(4000):
+        rank = rng.choice([1, 1, 1, 2, 2, 3, 4, 5])
+        needed, wins = rounds_played(schedule, str(rank)), 0
+        while wins < needed and rng.random() > 0.2:
+            wins += 1
+        records.append(_record(rank, wins, order=order))
+    out = comparison_error(records, order)
+    assert abs(out["eps"] - 0.2) < 0.015 and abs(out["predicted"] - out["observed"]) < 0.02

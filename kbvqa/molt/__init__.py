@@ -21,7 +21,14 @@ __all__ = ["ORDERS", "Candidate", "CandidateConfig", "CandidatePipeline", "Candi
            "student_prompt", "tasks_from_examples"]
 
 # What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
-from kbvqa.molt.analysis import ComparatorVLM, gold_ranks, ladder_survival, recall_curves, rounds_played  # noqa: E402
+from kbvqa.molt.analysis import (  # noqa: E402
+    ComparatorVLM,
+    comparison_error,
+    gold_ranks,
+    ladder_survival,
+    recall_curves,
+    rounds_played,
+)
 from kbvqa.molt.candidates import (  # noqa: E402
            candidate_sets,
            doc_image_of,
@@ -50,7 +57,7 @@ from kbvqa.molt.run import VisionCounter, transcript_text  # noqa: E402
 from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 
 __all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "VisionCounter", "candidate_sets",
-            "chain_validity", "difficulty_table", "doc_image_of", "eval_sets", "evaluate_one_pass",
+            "chain_validity", "comparison_error", "difficulty_table", "doc_image_of", "eval_sets", "evaluate_one_pass",
             "evaluate_one_shot", "format_wiki", "gold_ranks", "ground_crop", "grpo_tasks", "judge_view",
             "ladder_survival",
             "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",

@@ -18,6 +18,8 @@ exact effect of the schedule on a noisy comparator.
   comparisons the ground truth must win under a schedule, and the exact probability that it is the
   final evidence when every comparison it plays goes wrong with probability ``eps`` (the toy model
   of §3.1's "error accumulation" argument for weak-to-strong).
+- ``comparison_error(records, order)``: a model judge's ``eps`` measured from its one-pass records,
+  and the accuracy ``ladder_survival`` predicts from it next to the observed one.
 
 Leaves out: running the pipeline and loading the committed full-split recall (``kbvqa.molt.candidates``),
 the full-split experiment's runner (``kbvqa.experiments.molt_candidates``), rewards and training.
@@ -31,7 +33,7 @@ from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, listing_order
 from kbvqa.molt.run import transcript_text
 from kbvqa.parsers import TournamentRound
 
-__all__ = ["ComparatorVLM", "gold_ranks", "ladder_survival", "recall_curves", "rounds_played"]
+__all__ = ["ComparatorVLM", "comparison_error", "gold_ranks", "ladder_survival", "recall_curves", "rounds_played"]
 
 STAGES = ("coarse", "fused", "passage")
 
@@ -157,3 +159,42 @@ def ladder_survival(rank_probs: Sequence[float], eps: float, order: str = "weak_
         return sum(rank_probs) * sum(per_position) / n
     schedule = ladder_schedule(ids, order)
     return sum(p * (1 - eps) ** rounds_played(schedule, gold) for p, gold in zip(rank_probs, ids))
+
+
+def comparison_error(records: Sequence[dict], order: str = "weak_to_strong", n: int = 5) -> dict:
+    """A judge's error per comparison the ground truth plays, measured from its one-pass records
+    (``kbvqa.molt.experiment.evaluate_one_pass``: ``gold_rank``, ``gt_rounds`` = rounds it played
+    and won, ``chain_valid``, ``correct``) under a deterministic ``order``, and what it predicts.
+
+    On a consistent chain the ground truth plays from the round it enters until it loses, so it lost
+    exactly once when it won fewer rounds than its rank needs (``rounds_played``), else never:
+    ``eps = lost / played`` over the records with a consistent chain. ``predicted`` is
+    ``ladder_survival`` at that ``eps`` with the records' gold-rank shares: the accuracy of a judge
+    that keeps every chain and errs alike at every rank; ``observed`` is the records' accuracy. The
+    gap between them is what broken chains and rank-dependent errors cost. ``eps`` and ``predicted``
+    are None when no record has a consistent chain; ``"random"`` raises ``ValueError`` (a record
+    does not say where the shuffle put the ground truth)."""
+    if order not in ("weak_to_strong", "strong_to_weak"):
+        raise ValueError(f"order must be 'weak_to_strong' or 'strong_to_weak' (the gold's rounds follow its rank), "
+                         f"got {order!r}")
+    records = list(records)
+    if not records:
+        raise ValueError("no records")
+    schedule = ladder_schedule([str(r) for r in range(1, n + 1)], order)
+    played = lost = consistent = 0
+    for rec in records:
+        rank = rec["gold_rank"]
+        if not (isinstance(rank, int) and 1 <= rank <= n):
+            raise ValueError(f"gold_rank must be in 1..{n}, got {rank!r}")
+        if not rec["chain_valid"]:
+            continue
+        needed = rounds_played(schedule, str(rank))
+        wins = min(int(rec["gt_rounds"]), needed)
+        consistent += 1
+        lost += wins < needed
+        played += wins + (wins < needed)
+    shares = [sum(r["gold_rank"] == k for r in records) / len(records) for k in range(1, n + 1)]
+    eps = lost / played if played else None
+    return {"records": len(records), "consistent": consistent, "played": played, "lost": lost, "eps": eps,
+            "predicted": ladder_survival(shares, eps, order) if eps is not None else None,
+            "observed": sum(bool(r["correct"]) for r in records) / len(records)}
