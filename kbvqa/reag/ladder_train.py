@@ -105,7 +105,7 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
                         seed=config.seed, progress=False, checkpoint_every=10 if work is not None else 0)
         examples = training_examples(world, config, traces=kind == "cold_start", work=work, log=log)
         checkpointing, before = sft_checkpointing(work, kind)
-        t0 -= before                                   # the seconds of earlier runs count too
+        t0 = time.perf_counter() - before      # the SFT's seconds, earlier runs' too (model traces: log["traces"])
         out = sft_train(vlm, examples, cfg, **checkpointing)
         log[kind] = {"steps": steps, "alpha": alpha, "loss_start": round(out.loss[0], 4),
                      "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4)}
