@@ -168,6 +168,8 @@ def test_evidence_is_written_chunk_by_chunk_and_an_interrupted_run_scores_only_t
     got = ladder.load_evidence(world, queries, LadderConfig(), path, log=log, chunk=2)
     assert scored == [[queries[4].id]] and got == {q.id: {"live": q.id} for q in queries}
     assert log["critic"]["seconds"] >= kept["seconds"]
+    with pytest.raises(ValueError, match="chunk"):
+        ladder.load_evidence(world, queries, LadderConfig(), path, chunk=0)
 
 
 # ------------------------------------------------------------------------------ evaluation

@@ -189,6 +189,8 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
     ``work`` (a ``kbvqa.experiments.work.WorkFolder``) keeps the trained critic for a rerun, and the
     file is written every ``chunk`` queries (with the seconds spent so far), so a rerun of an
     interrupted run scores only the queries it lacks."""
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     key = evidence_fingerprint(config)     # chapter 30's pipeline rows depend on it too
     stored = json.loads(Path(path).read_text()) if path is not None and Path(path).exists() else {}
     current = stored.get("fingerprint") == key
