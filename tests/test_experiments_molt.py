@@ -165,11 +165,11 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
         calls.append("cold")
         return real_cold(world, config, vlm=judge(), log=log, work=work)
 
-    def grpo(cold, world, config, with_proc, log=None):
+    def grpo(cold, world, config, with_proc, log=None, work=None):
         calls.append("full" if with_proc else "no_proc")
         if with_proc and len(calls) == 3:
             raise KeyboardInterrupt("the session ended")
-        return real_grpo(cold, world, config, with_proc, log=log)
+        return real_grpo(cold, world, config, with_proc, log=log, work=work)
 
     monkeypatch.setattr(run, "load_vlm", lambda role: judge())
     monkeypatch.setattr(run, "train_cold_start", cold_start)
@@ -237,3 +237,56 @@ def test_an_interrupted_cold_start_keeps_its_teacher_transcripts_and_its_sft_che
     assert log["sft"]["seconds"] >= log["sft"]["teacher_seconds"] >= 0
     with pytest.raises(ValueError, match="other queries"):
         run.build_sft_set(world, world.kbvqa_train[:2], transcripts=work.data("sft_transcripts")["transcripts"])
+
+
+def test_an_interrupted_grpo_stage_and_row_go_on_from_their_last_checkpoint(tmp_path, session_ends_at_checkpoint):
+    """GRPO on the reader runs longer than a session's remainder: a run cut off inside it keeps a
+    checkpoint every 2 steps and the rerun ends with the weights and curves of an uninterrupted
+    run; a row is kept 80 queries at a time and a rerun evaluates only the queries not done."""
+    import torch
+
+    import kbvqa.experiments.molt_training.run as run
+    from kbvqa.data import get_world
+    from kbvqa.experiments.work import WorkFolder, map_in_chunks
+    from kbvqa.models import build_tiny_vlm
+
+    torch.set_num_threads(1)
+    cold = build_tiny_vlm("qwen2_vl", texts=["[1] [2] [3] [4] [5] <think> </think> <winner> </winner> the"],
+                          seed=0, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                          intermediate_size=64, vision_width=32, vision_depth=1)
+    world = get_world(0)
+    config = MOLTExperimentConfig(grpo_steps=3, group_size=2, prompts_per_step=1, max_new_tokens=6)
+    whole_log = {}
+    whole = run.train_grpo(cold, world, config, with_proc=True, log=whole_log)
+    work = WorkFolder(tmp_path, "run")
+    with pytest.raises(KeyboardInterrupt):
+        run.train_grpo(cold, world, config, with_proc=True, log={}, work=work)
+    assert work.checkpoint("grpo_full")["step"] == 2
+    session_ends_at_checkpoint()
+    log = {}
+    resumed = run.train_grpo(cold, world, config, with_proc=True, log=log, work=work)
+    assert log["grpo_full"]["reward"] == whole_log["grpo_full"]["reward"] and log["grpo_full"]["seconds"] > 0
+    assert all(torch.allclose(p, q, atol=1e-6) for p, q in zip(resumed.model.parameters(), whole.model.parameters()))
+
+    items = eval_sets(world, world.kbvqa_test, config.gap, config.seed)[:5]
+    evaluated = []
+
+    def evaluate(part, stop_after=None):
+        evaluated.extend(it.query.id for it in part)
+        if stop_after is not None and len(evaluated) > stop_after:
+            raise KeyboardInterrupt("the session ended")
+        return run.evaluate_one_pass(cold, part, "weak_to_strong", config, config.seed)
+
+    reference = run.evaluate_one_pass(cold, items, "weak_to_strong", config, config.seed)
+    with pytest.raises(KeyboardInterrupt):
+        map_in_chunks(work, "row_x", items, lambda part: evaluate(part, stop_after=2), chunk=2)
+    assert len(work.data("row_x")["done"]) == 2
+    evaluated.clear()
+    records, seconds = map_in_chunks(work, "row_x", items, evaluate, chunk=2)
+    assert evaluated == [it.query.id for it in items[2:]] and seconds > 0
+    assert [r["output"] for r in records] == [r["output"] for r in reference]
+    assert map_in_chunks(None, "row_x", items, lambda part: [len(part)], chunk=2)[0] == [5]
+    with pytest.raises(ValueError, match="chunk"):
+        map_in_chunks(work, "row_x", items, evaluate, chunk=0)
+    with pytest.raises(ValueError, match="kept for"):
+        map_in_chunks(work, "row_x", items[:3], evaluate, chunk=2)

@@ -290,6 +290,28 @@ def test_grpo_steps_change_the_weights_repeat_with_a_seed_and_raise_the_rewarded
     assert red_logprob(v1, prompt) > red_logprob(base, prompt)
 
 
+def test_grpo_train_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(warm_vlm):
+    """A GRPO run cut off after a checkpoint and resumed on a fresh copy of the model gives the same
+    curves and weights (prompt order, per-step samples, Adam's moments and the schedule carried)."""
+    base, prompt = warm_vlm
+    config = GRPOConfig(group_size=4, prompts_per_step=1, steps=5, lr=3e-3, max_new_tokens=4, seed=2,
+                        warmup_steps=1, schedule="cosine", progress=False, checkpoint_every=2)
+    prompts, tasks = [prompt, (red(), "is the blick blue ?")], [query("red"), query("yes")]
+    states, full = [], copy.deepcopy(base)
+    whole = grpo_train(full, prompts, tasks, config, **reag_grpo_rewards(), on_checkpoint=states.append)
+    assert [s["step"] for s in states] == [2, 4]                 # none after the last step
+    for state in states:
+        resumed = copy.deepcopy(base)
+        rest = grpo_train(resumed, prompts, tasks, config, **reag_grpo_rewards(), resume=state)
+        assert rest.curves == whole.curves and len(rest.loss) == 5
+        assert all(torch.allclose(p, q, atol=1e-6) for p, q in zip(resumed.model.parameters(), full.model.parameters()))
+    with pytest.raises(ValueError, match="trainable weights"):
+        grpo_train(copy.deepcopy(base), prompts, tasks, GRPOConfig(steps=5, lora={"r": 2}, progress=False),
+                   **reag_grpo_rewards(), resume=states[0])
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        GRPOConfig(checkpoint_every=-2)
+
+
 def test_losses_move_advantages_and_masks_to_the_logprobs_device(monkeypatch):
     """Advantages and masks built on the CPU meet log-probabilities from a GPU model (issue: mixed
     devices raised in chapters 18, 22, 23). The meta device stands in for the GPU here: arithmetic

@@ -5,14 +5,15 @@ machines they run on. Each finished stage is written at once: an evaluated row's
 (``rows/<row>.json``), a trained model's trainable weights (``models/<stage>.pt``: what
 ``kbvqa.rl.common.prepare_trainable`` made trainable, LoRA adapters, the connector, the tiny model's
 weights) and the training log (``log.json``). Inside a long stage, plain JSON the stage computed
-(``data/<name>.json``: a model teacher's transcripts) and an SFT run's last checkpoint
-(``checkpoints/<stage>.pt``) are kept too. A rerun with the same settings and models (the folder's
-fingerprint, ``work_fingerprint``) reads them back instead of redoing them; another setting or model
-gets a folder of its own. Files are written whole (a temporary file renamed), so a run killed
-mid-write leaves the previous state.
+(``data/<name>.json``: a model teacher's transcripts, the records of a row evaluated so far) and
+an SFT or GRPO run's last checkpoint (``checkpoints/<stage>.pt``) are kept too. A rerun with the
+same settings and models (the folder's fingerprint, ``work_fingerprint``) reads them back instead of
+redoing them; another setting or model gets a folder of its own. Files are written whole (a
+temporary file renamed), so a run killed mid-write leaves the previous state.
 
 - ``WorkFolder``: the files of one run; ``trained_model``: a stage's model read back or trained and
-  saved; ``sft_checkpointing``: the ``resume`` / ``on_checkpoint`` arguments of ``kbvqa.rl.sft_train``.
+  saved; ``stage_checkpointing``: the ``resume`` / ``on_checkpoint`` arguments of ``kbvqa.rl.sft_train``
+  and ``grpo_train``; ``map_in_chunks``: a long evaluation kept chunk by chunk.
 - ``work_fingerprint``, ``default_work_root``: the folder's name and where folders go by default.
 
 Used by ``kbvqa.experiments.molt_training`` and ``kbvqa.experiments.reag_ladder``.
@@ -117,8 +118,11 @@ class WorkFolder:
     def save_data(self, name: str, value) -> None:
         _write(self.dir / "data" / f"{name}.json", lambda p: p.write_text(json.dumps(value) + "\n"))
 
+    def drop_data(self, name: str) -> None:
+        (self.dir / "data" / f"{name}.json").unlink(missing_ok=True)
+
     def checkpoint(self, name: str) -> dict | None:
-        """The last ``kbvqa.rl.sft.training_state`` saved for stage ``name``, or None."""
+        """The last ``kbvqa.rl.common.training_state`` saved for stage ``name``, or None."""
         import torch
 
         path = self.dir / "checkpoints" / f"{name}.pt"
@@ -149,8 +153,8 @@ def trained_model(work: WorkFolder | None, name: str, train, base, on_saved=None
     return vlm
 
 
-def sft_checkpointing(work: WorkFolder | None, name: str) -> tuple[dict, float]:
-    """``(kwargs, seconds_before)`` for an SFT stage ``name``: ``kwargs`` are ``sft_train``'s ``resume``
+def stage_checkpointing(work: WorkFolder | None, name: str) -> tuple[dict, float]:
+    """``(kwargs, seconds_before)`` for an SFT or GRPO stage ``name``: ``kwargs`` are the loop's ``resume``
     (the last checkpoint in ``work``, or None) and ``on_checkpoint`` (saves each new one with the
     stage's seconds so far); ``seconds_before`` is what the earlier runs spent. ``({}, 0.0)`` without ``work``."""
     if work is None:
@@ -161,3 +165,24 @@ def sft_checkpointing(work: WorkFolder | None, name: str) -> tuple[dict, float]:
     def keep(state):
         work.save_checkpoint(name, {**state, "seconds": before + time.perf_counter() - t0})
     return {"resume": resume, "on_checkpoint": keep}, before
+
+
+def map_in_chunks(work: WorkFolder | None, name: str, items: list, evaluate, chunk: int) -> tuple[list, float]:
+    """``(evaluate(items[0:chunk]) + evaluate(items[chunk:2 * chunk]) + ..., seconds)``, each chunk's
+    results kept in ``work`` as ``data/<name>.json`` as soon as it is done, so a rerun goes on from the
+    first chunk not done (``seconds`` add up across runs). ``evaluate`` must give the same results
+    on a chunk as on the whole list (e.g. greedy decoding in batches that ``chunk`` is a multiple
+    of). The caller saves the finished results and ``drop_data(name)``. Without ``work``: one call."""
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"chunk must be a positive int, got {chunk!r}")
+    t0 = time.perf_counter()
+    if work is None:
+        return list(evaluate(items)), time.perf_counter() - t0
+    saved = work.data(name) or {"seconds": 0.0, "done": []}
+    done = list(saved["done"])
+    if len(done) > len(items):
+        raise ValueError(f"{name}: {len(done)} results kept for {len(items)} items; rerun with --fresh")
+    for start in range(len(done), len(items), chunk):
+        done += list(evaluate(items[start:start + chunk]))
+        work.save_data(name, {"seconds": saved["seconds"] + time.perf_counter() - t0, "done": done})
+    return done, saved["seconds"] + time.perf_counter() - t0

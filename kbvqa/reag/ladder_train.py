@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import time
 
-from kbvqa.experiments.work import sft_checkpointing, trained_model
+from kbvqa.experiments.work import stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.models.vlm import VLM
@@ -104,7 +104,7 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         cfg = SFTConfig(alpha=alpha, steps=steps, batch_size=8, lr=config.sft_lr, warmup_steps=10,
                         seed=config.seed, progress=False, checkpoint_every=10 if work is not None else 0)
         examples = training_examples(world, config, traces=kind == "cold_start", work=work, log=log)
-        checkpointing, before = sft_checkpointing(work, kind)
+        checkpointing, before = stage_checkpointing(work, kind)
         t0 = time.perf_counter() - before      # the SFT's seconds, earlier runs' too (model traces: log["traces"])
         out = sft_train(vlm, examples, cfg, **checkpointing)
         log[kind] = {"steps": steps, "alpha": alpha, "loss_start": round(out.loss[0], 4),

@@ -1,4 +1,4 @@
-"""What the SFT and GRPO loops share: which weights train, the optimiser and its schedule.
+"""What the SFT and GRPO loops share: which weights train, the optimiser and its schedule, checkpoints.
 
 ReAG (Sec. 4 and supp. B) updates "the MLP adapter and LLM weights while keeping the vision encoder
 frozen": ``prepare_trainable`` freezes the vision tower except its merger (the Qwen families' MLP
@@ -6,12 +6,18 @@ adapter lives at ``visual.merger``; Idefics3's connector sits outside the vision
 adapters (``VLM.add_lora``), after which only adapters train. Both stages use a cosine schedule
 with linear warm-up (supp. B: 450 / 150 warm-up steps for SFT / RL, weight decay 0.01 / 0).
 
+A long run cut off by the end of a session goes on from its last checkpoint: ``training_state``
+copies what a loop needs to go on exactly as an uninterrupted run would, ``restore_training_state``
+puts it back into a fresh copy of the same model.
+
 Leaves out: the losses (``sft.py``, ``grpo_loss.py``) and the loops (``sft.py``, ``grpo.py``).
 """
 from __future__ import annotations
 
+import copy
 import math
 import warnings
+from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -91,3 +97,32 @@ def check_positive_int(**values) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def check_checkpoint_every(value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"checkpoint_every must be an int >= 0, got {value!r}")
+
+
+def training_state(vlm, optimizer, scheduler, result, next_step: int) -> dict:
+    """What a loop's ``resume=`` needs to go on at ``next_step`` exactly as an uninterrupted run would:
+    the trainable weights, the optimiser's moments, the schedule, the curves so far (``result``, a
+    dataclass) and torch's RNG (dropout). Copies, so the run may go on changing its own."""
+    return {"step": next_step, "optimizer": copy.deepcopy(optimizer.state_dict()),
+            "trainable": {n: p.detach().cpu().clone() for n, p in vlm.model.named_parameters() if p.requires_grad},
+            "scheduler": scheduler.state_dict(), "result": copy.deepcopy(asdict(result)), "rng": torch.get_rng_state()}
+
+
+def restore_training_state(vlm, optimizer, scheduler, state: dict) -> tuple[dict, int]:
+    """Put ``training_state``'s weights, optimiser, schedule and RNG back; return (the result's fields,
+    the step to go on from). Raises ``ValueError`` when the trainable weights are another model's."""
+    params = {n: p for n, p in vlm.model.named_parameters() if p.requires_grad}
+    if set(state["trainable"]) != set(params) or any(v.shape != params[n].shape for n, v in state["trainable"].items()):
+        raise ValueError("the checkpoint's trainable weights are not this model's (another model or LoRA setting)")
+    with torch.no_grad():
+        for name, value in state["trainable"].items():
+            params[name].copy_(value.to(params[name].device, params[name].dtype))
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    return copy.deepcopy(state["result"]), int(state["step"])

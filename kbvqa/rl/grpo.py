@@ -40,7 +40,15 @@ from dataclasses import dataclass, field
 import torch
 
 from kbvqa.config import progress_enabled, seed_everything
-from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable
+from kbvqa.rl.common import (
+    SCHEDULES,
+    build_optimizer,
+    check_checkpoint_every,
+    check_positive_int,
+    prepare_trainable,
+    restore_training_state,
+    training_state,
+)
 from kbvqa.rl.grpo_loss import NORMALISATIONS, STD_KINDS, group_advantages, grpo_loss
 
 
@@ -69,6 +77,7 @@ class GRPOConfig:
     freeze_vision: bool = True          # ReAG keeps the vision encoder frozen (merger trains)
     seed: int = 0                       # prompt order, sampling and LoRA init repeat exactly
     progress: bool = True               # tqdm bar in grpo_train
+    checkpoint_every: int = 0           # steps between calls of grpo_train's on_checkpoint (0: never)
 
     def __post_init__(self):
         if not isinstance(self.group_size, int) or isinstance(self.group_size, bool) or self.group_size < 2:
@@ -78,6 +87,7 @@ class GRPOConfig:
                            num_iterations=self.num_iterations, max_new_tokens=self.max_new_tokens)
         if self.micro_batch_size is not None:
             check_positive_int(micro_batch_size=self.micro_batch_size)
+        check_checkpoint_every(self.checkpoint_every)
         if not self.lr > 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
             raise ValueError("need lr > 0, warmup_steps >= 0, max_grad_norm >= 0")
         if not 0 <= self.clip_eps < 1 or (self.clip_eps_high is not None and self.clip_eps_high < 0):
@@ -234,9 +244,15 @@ class GRPOResult:
 
 def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | None = None,
                reward_funcs: Mapping[str, RewardFunc] | None = None,
-               reward_weights: Mapping[str, float] | None = None) -> GRPOResult:
+               reward_weights: Mapping[str, float] | None = None, resume: dict | None = None,
+               on_checkpoint=None) -> GRPOResult:
     """``config.steps`` GRPO steps on ``vlm`` (trained in place), each on ``prompts_per_step``
-    prompts drawn from the pool (seeded reshuffles); returns the per-step curves."""
+    prompts drawn from the pool (seeded reshuffles); returns the per-step curves.
+
+    Every ``config.checkpoint_every`` steps (before the last) ``on_checkpoint(state)`` receives
+    ``kbvqa.rl.common.training_state``; ``resume=state`` on a fresh copy of the same model, prompts
+    and config goes on from it with the same batches and samples as an uninterrupted run (each
+    step's samples are seeded by its number)."""
     from tqdm.auto import tqdm
 
     config = config or GRPOConfig()
@@ -248,7 +264,10 @@ def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | Non
     params = prepare_trainable(vlm, config.lora, config.freeze_vision)
     optimizer, scheduler = build_optimizer(params, config.lr, 0.0, config.warmup_steps, config.steps,
                                            config.schedule)
-    rng, order, result = random.Random(f"grpo:{config.seed}"), [], GRPOResult()
+    rng, order, result, start = random.Random(f"grpo:{config.seed}"), [], GRPOResult(), 0
+    if resume is not None:
+        fields, start = restore_training_state(vlm, optimizer, scheduler, resume)
+        result = GRPOResult(**fields)
     for step in tqdm(range(config.steps), desc="grpo", disable=not progress_enabled(config.progress)):
         batch = []
         while len(batch) < min(config.prompts_per_step, len(prompts)):
@@ -256,6 +275,8 @@ def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | Non
                 order = list(range(len(prompts)))
                 rng.shuffle(order)
             batch.append(order.pop())
+        if step < start:                       # resumed: the same seeded batches, skipped
+            continue
         result.add("lr", optimizer.param_groups[0]["lr"])
         stats = grpo_step(vlm, optimizer, [prompts[i] for i in batch], [tasks[i] for i in batch], config,
                           reward_funcs, reward_weights, params=params, seed=config.seed * 100_003 + step)
@@ -264,4 +285,7 @@ def grpo_train(vlm, prompts: Sequence, tasks: Sequence, config: GRPOConfig | Non
             result.add(name, value)
         for name in ("reward", "loss", "zero_spread_groups", "completion_tokens"):
             result.add(name, getattr(stats, name))
+        if on_checkpoint is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
+                and step + 1 < config.steps:
+            on_checkpoint(training_state(vlm, optimizer, scheduler, result, step + 1))
     return result

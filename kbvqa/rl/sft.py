@@ -28,15 +28,23 @@ Leaves out: the cold-start data (``cold_start.py``), GRPO (``grpo.py``).
 """
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
 from kbvqa.config import progress_enabled, seed_everything
-from kbvqa.rl.common import SCHEDULES, build_optimizer, check_positive_int, prepare_trainable, prompt_and_completion
+from kbvqa.rl.common import (
+    SCHEDULES,
+    build_optimizer,
+    check_checkpoint_every,
+    check_positive_int,
+    prepare_trainable,
+    prompt_and_completion,
+    restore_training_state,
+    training_state,
+)
 
 THINK_CLOSE, ANSWER_OPEN, THINK_OPEN = "</think>", "<answer>", "<think>"
 
@@ -124,9 +132,7 @@ class SFTConfig:
 
     def __post_init__(self):
         check_positive_int(steps=self.steps, batch_size=self.batch_size, log_every=self.log_every)
-        if not isinstance(self.checkpoint_every, int) or isinstance(self.checkpoint_every, bool) \
-                or self.checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {self.checkpoint_every!r}")
+        check_checkpoint_every(self.checkpoint_every)
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
         if not self.lr > 0 or self.weight_decay < 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
@@ -166,28 +172,6 @@ def _batches(n: int, batch_size: int, steps: int, seed: int):
         yield batch
 
 
-def training_state(vlm, optimizer, scheduler, result: SFTResult, next_step: int) -> dict:
-    """What ``sft_train(..., resume=)`` needs to go on at ``next_step`` exactly as an uninterrupted run
-    would: the trainable weights, the optimiser's moments, the schedule, the curves so far and torch's
-    RNG (dropout). Copies, so the run may go on changing its own."""
-    return {"step": next_step, "optimizer": copy.deepcopy(optimizer.state_dict()),
-            "trainable": {n: p.detach().cpu().clone() for n, p in vlm.model.named_parameters() if p.requires_grad},
-            "scheduler": scheduler.state_dict(), "result": copy.deepcopy(asdict(result)), "rng": torch.get_rng_state()}
-
-
-def _restore(vlm, optimizer, scheduler, state: dict) -> tuple[SFTResult, int]:
-    params = {n: p for n, p in vlm.model.named_parameters() if p.requires_grad}
-    if set(state["trainable"]) != set(params) or any(v.shape != params[n].shape for n, v in state["trainable"].items()):
-        raise ValueError("the checkpoint's trainable weights are not this model's (another model or LoRA setting)")
-    with torch.no_grad():
-        for name, value in state["trainable"].items():
-            params[name].copy_(value.to(params[name].device, params[name].dtype))
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["rng"])
-    return SFTResult(**state["result"]), int(state["step"])
-
-
 def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: dict | None = None,
               on_checkpoint=None) -> SFTResult:
     """Fine-tune ``vlm`` in place on ``examples`` (``Example`` objects or (prompt, completion) pairs) with
@@ -206,7 +190,10 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: 
     params = prepare_trainable(vlm, config.lora, config.freeze_vision)
     optimizer, scheduler = build_optimizer(params, config.lr, config.weight_decay, config.warmup_steps,
                                            config.steps, config.schedule)
-    result, start = _restore(vlm, optimizer, scheduler, resume) if resume is not None else (SFTResult(), 0)
+    result, start = SFTResult(), 0
+    if resume is not None:
+        fields, start = restore_training_state(vlm, optimizer, scheduler, resume)
+        result = SFTResult(**fields)
     vlm.model.train()
     try:
         bar = tqdm(_batches(len(pairs), config.batch_size, config.steps, config.seed), total=config.steps,

@@ -23,7 +23,7 @@ from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
 from kbvqa.experiments.runs import provenance
-from kbvqa.experiments.work import WorkFolder, sft_checkpointing, trained_model
+from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
 from kbvqa.molt.experiment import (
@@ -64,7 +64,7 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
                              max_new_tokens=config.teacher_tokens, transcripts=saved["transcripts"] or None,
                              chunk=128, on_transcripts=keep_transcripts)
     teacher_s = saved["seconds"] + time.perf_counter() - t0
-    checkpointing, before = sft_checkpointing(work, "cold")
+    checkpointing, before = stage_checkpointing(work, "cold")
     t1 = time.perf_counter()
     out = sft_train(vlm, examples, SFTConfig(alpha=0.5, steps=config.sft_steps, batch_size=8, lr=config.sft_lr,
                                              warmup_steps=10, seed=config.seed, progress=False, checkpoint_every=10),
@@ -77,19 +77,23 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
     return vlm
 
 
-def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None):
-    """A copy of ``cold`` after GRPO with Eq. 8 (``with_proc=False``: lambda_2 = 0); its curves go to ``log``."""
+def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None,
+               work: WorkFolder | None = None):
+    """A copy of ``cold`` after GRPO with Eq. 8 (``with_proc=False``: lambda_2 = 0); its curves go to ``log``.
+    With a ``work`` folder it saves a checkpoint every 2 steps and a rerun goes on from the last one."""
 
+    name = "grpo_full" if with_proc else "grpo_no_proc"
     vlm = VLM.from_model(copy.deepcopy(cold.model), cold.processor)
+    checkpointing, before = stage_checkpointing(work, name)
     t0 = time.perf_counter()
     cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step, steps=config.grpo_steps,
-                     max_new_tokens=config.max_new_tokens, lr=config.grpo_lr, seed=config.seed, progress=False)
+                     max_new_tokens=config.max_new_tokens, lr=config.grpo_lr, seed=config.seed, progress=False,
+                     checkpoint_every=2)
     rewards = MOLTRewardConfig(lambda_proc=0.5 if with_proc else 0.0)
     tasks = grpo_tasks(world, config)
-    curves = grpo_train(vlm, [t.prompt for t in tasks], tasks, cfg, **molt_grpo_rewards(rewards))
+    curves = grpo_train(vlm, [t.prompt for t in tasks], tasks, cfg, **molt_grpo_rewards(rewards), **checkpointing)
     if log is not None:
-        log["grpo_full" if with_proc else "grpo_no_proc"] = {**curves.curves,
-                                                             "seconds": round(time.perf_counter() - t0, 1)}
+        log[name] = {**curves.curves, "seconds": round(before + time.perf_counter() - t0, 1)}
     return vlm
 
 
@@ -117,17 +121,18 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
             rows[name] = done
             print(f"  {name}: {sum(r['correct'] for r in done)}/{len(done)} (resumed)", flush=True)
 
-    def step(name, fn):
+    def step(name, evaluate):
+        """Row ``name``: ``evaluate(items)`` 80 queries at a time (5 of the evaluation's batches of 16,
+        so the records are those of one call), each chunk kept in ``work`` until the row is saved."""
         if name in rows:
             return
-        t0 = time.perf_counter()
-        rows[name] = fn()
-        log.setdefault("row_seconds", {})[name] = round(time.perf_counter() - t0, 1)
+        rows[name], seconds = map_in_chunks(work, f"row_{name}", items, evaluate, chunk=80)
+        log.setdefault("row_seconds", {})[name] = round(seconds, 1)
         if work is not None:
             work.save_rows(name, rows[name])
             work.save_log(log)
-        print(f"  {name}: {sum(r['correct'] for r in rows[name])}/{len(rows[name])} "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+            work.drop_data(f"row_{name}")
+        print(f"  {name}: {sum(r['correct'] for r in rows[name])}/{len(rows[name])} ({seconds:.0f} s)", flush=True)
 
     def pending(*names):
         return any(n not in rows for n in names)
@@ -139,22 +144,23 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
 
     if pending("zero_shot_one_shot", "zero_shot_tournament"):
         base = load_vlm("judge")
-        step("zero_shot_one_shot", lambda: evaluate_one_shot(base, items, config.seed))
-        step("zero_shot_tournament", lambda: evaluate_one_pass(base, items, "weak_to_strong", config, config.seed))
+        step("zero_shot_one_shot", lambda part: evaluate_one_shot(base, part, config.seed))
+        step("zero_shot_tournament", lambda part: evaluate_one_pass(base, part, "weak_to_strong", config, config.seed))
         del base
     no_proc_rows, full_rows = ["grpo_no_proc_tournament"], [f"grpo_full_{order}" for order in ORDERS]
     if pending("sft_tournament", *no_proc_rows, *full_rows):
         cold = trained("cold", lambda: train_cold_start(world, config, log=log, work=work))
-        step("sft_tournament", lambda: evaluate_one_pass(cold, items, "weak_to_strong", config, config.seed))
+        step("sft_tournament", lambda part: evaluate_one_pass(cold, part, "weak_to_strong", config, config.seed))
         if pending(*no_proc_rows):
-            no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log))
-            step(no_proc_rows[0], lambda: evaluate_one_pass(no_proc, items, "weak_to_strong", config, config.seed))
+            no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log,
+                                                                 work=work))
+            step(no_proc_rows[0], lambda part: evaluate_one_pass(no_proc, part, "weak_to_strong", config, config.seed))
             del no_proc
         if pending(*full_rows):
-            full = trained("grpo_full", lambda: train_grpo(cold, world, config, with_proc=True, log=log))
+            full = trained("grpo_full", lambda: train_grpo(cold, world, config, with_proc=True, log=log, work=work))
             for order in ORDERS:
-                step(f"grpo_full_{order}", lambda order=order: evaluate_one_pass(full, items, order, config,
-                                                                                 config.seed))
+                step(f"grpo_full_{order}", lambda part, order=order: evaluate_one_pass(full, part, order, config,
+                                                                                       config.seed))
     return {name: rows[name] for name in [n for n in rows if n.startswith("scripted_")] + JUDGE_ROWS}, log
 
 
