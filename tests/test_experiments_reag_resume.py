@@ -1,6 +1,6 @@
 """The ReAG ladder resumes from its work folder (``kbvqa.experiments.work``): on the reader its critic,
 SFT, cold start and GRPO stages take hours, more than one sitting of the machines it runs on. A run
-cut off mid-way keeps every trained model, the model-written traces and the SFT's last checkpoint,
+cut off mid-way keeps every trained model, the model-written traces and the SFT's or GRPO's last checkpoint,
 and the rerun trains only what is missing and ends as an uninterrupted run. Tiny random models."""
 from __future__ import annotations
 
@@ -98,6 +98,23 @@ def test_an_interrupted_sft_stage_resumes_from_its_checkpoint(tmp_path, world, s
     assert set(resumed) == set(whole)
     assert all(__import__("torch").allclose(resumed[n], whole[n], atol=1e-6) for n in whole)
     assert log["cold_start"]["seconds"] >= 0 and log["traces"]["n"] == CONFIG.train_examples
+
+
+def test_an_interrupted_grpo_stage_resumes_from_its_checkpoint(tmp_path, world, session_ends_at_checkpoint):
+    import dataclasses
+
+    config = dataclasses.replace(CONFIG, grpo_steps=3)
+    whole_log = {}
+    whole = trainable(ladder_train.train_generator("rl", world, config, base=tiny(), log=whole_log))
+    work = WorkFolder(tmp_path, "run")
+    with pytest.raises(KeyboardInterrupt):
+        ladder_train.train_generator("rl", world, config, base=tiny(), log={}, work=work)
+    assert work.checkpoint("rl")["step"] == 2
+    session_ends_at_checkpoint()
+    log = {}
+    resumed = trainable(ladder_train.train_generator("rl", world, config, base=tiny(), log=log, work=work))
+    assert all(__import__("torch").allclose(resumed[n], whole[n], atol=1e-6) for n in whole)
+    assert log["rl"]["accuracy_reward_last5"] == whole_log["rl"]["accuracy_reward_last5"] and log["rl"]["seconds"] > 0
 
 
 def test_kept_traces_for_other_examples_raise(tmp_path, world):

@@ -91,8 +91,8 @@ def model_traces(world, examples, config, work=None, log: dict | None = None, ch
 def train_generator(kind: str, world, config, base=None, log: dict | None = None, work=None):
     """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
     from the shipped model; ``log[kind]`` gets its curve's start, end and seconds. With a ``work``
-    folder an SFT stage saves a checkpoint every 10 steps and resumes from the last one, and model
-    traces are kept as they are written (``model_traces``)."""
+    folder an SFT stage saves a checkpoint every 10 steps and GRPO one every 2, each resuming from its
+    last one, and model traces are kept as they are written (``model_traces``)."""
 
     if kind not in ("zero_shot", "sft", "cold_start", "rl"):
         raise ValueError(f"unknown generator kind {kind!r}")
@@ -115,9 +115,11 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         pool = list(world.kbvqa_train[:400])
         cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step,
                          steps=config.grpo_steps, max_new_tokens=config.max_new_tokens, lr=config.grpo_lr,
-                         seed=config.seed, progress=False)
+                         seed=config.seed, progress=False, checkpoint_every=2 if work is not None else 0)
+        checkpointing, before = stage_checkpointing(work, kind)
+        t0 = time.perf_counter() - before
         out = grpo_train(vlm, grpo_prompts(world, pool, role_mix_config("rl_policy")), pool, cfg,
-                         **reag_grpo_rewards())
+                         **reag_grpo_rewards(), **checkpointing)
         k = min(5, len(out.accuracy_reward))
         log[kind] = {"steps": config.grpo_steps, "accuracy_reward_first5": round(sum(out.accuracy_reward[:k]) / k, 4),
                      "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4)}
