@@ -182,3 +182,34 @@ def test_comparison_error_recovers_a_simulated_judges_error(order):
         records.append(_record(rank, wins, order=order))
     out = comparison_error(records, order)
     assert abs(out["eps"] - 0.2) < 0.015 and abs(out["predicted"] - out["observed"]) < 0.02
+
+
+def test_gold_win_rates_split_the_challengers_entry_from_its_defences():
+    from kbvqa.molt.analysis import gold_win_rates
+
+    # weak-to-strong, N = 5: rank 1 enters round 4, rank 3 round 2 (then defends rounds 3-4), rank 5 is the seed
+    records = [_record(1, 0), _record(1, 1), _record(3, 2), _record(3, 0), _record(5, 4), _record(5, 1),
+               _record(2, 0, valid=False, correct=True)]
+    out = gold_win_rates(records)
+    assert out["challenger"] == {2: [1, 2], 4: [1, 2]}
+    # rank 3 won round 2 then round 3, lost round 4: defended 2, won 1; the seeds defended 4 + 2, won 4 + 1
+    assert out["defender"] == [1 + 5, 2 + 6] and out["broken"] == [1, 1]
+    flipped = gold_win_rates([_record(1, 4, order="strong_to_weak")], order="strong_to_weak")
+    assert flipped["challenger"] == {} and flipped["defender"] == [4, 4]
+    with pytest.raises(ValueError, match="order"):
+        gold_win_rates(records, order="random")
+    with pytest.raises(ValueError, match="gold_rank"):
+        gold_win_rates([{"gold_rank": 0, "gt_rounds": 0, "chain_valid": True, "correct": False}])
+
+
+def test_defender_win_share_reads_the_incumbent_off_the_chain():
+    from kbvqa.molt.analysis import defender_win_share
+
+    def rnd(a, b, w):
+        return f"<round>\n<compare>[{a}] vs [{b}]</compare>\n<think>x</think>\n<winner>[{w}]</winner>\n</round>\n"
+
+    keeps = rnd(3, 1, 3) + rnd(3, 4, 3) + rnd(2, 3, 2) + "<evidence>[2]</evidence>"   # the pair written either way
+    broken = rnd(3, 1, 1) + rnd(2, 4, 2) + rnd(2, 5, 9)         # round 2 lacks the winner, round 3's is not in the pair
+    out = defender_win_share([keeps, broken, "no rounds at all"])
+    assert out == {"defender": 1 + 1 + 0, "rounds": 3 + 1, "share": 0.5}
+    assert defender_win_share(["", None])["share"] is None

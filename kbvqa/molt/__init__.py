@@ -22,12 +22,14 @@ __all__ = ["ORDERS", "Candidate", "CandidateConfig", "CandidatePipeline", "Candi
 
 # What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
 from kbvqa.molt.analysis import (  # noqa: E402
-    ComparatorVLM,
-    comparison_error,
-    gold_ranks,
-    ladder_survival,
-    recall_curves,
-    rounds_played,
+           ComparatorVLM,
+           comparison_error,
+           defender_win_share,
+           gold_ranks,
+           gold_win_rates,
+           ladder_survival,
+           recall_curves,
+           rounds_played,
 )
 from kbvqa.molt.candidates import (  # noqa: E402
            candidate_sets,
@@ -57,9 +59,9 @@ from kbvqa.molt.run import VisionCounter, transcript_text  # noqa: E402
 from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 
 __all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "VisionCounter", "candidate_sets",
-            "chain_validity", "comparison_error", "difficulty_table", "doc_image_of", "eval_sets", "evaluate_one_pass",
-            "evaluate_one_shot", "format_wiki", "gold_ranks", "ground_crop", "grpo_tasks", "judge_view",
-            "ladder_survival",
+            "chain_validity", "comparison_error", "defender_win_share", "difficulty_table", "doc_image_of",
+            "eval_sets", "evaluate_one_pass", "evaluate_one_shot", "format_wiki", "gold_ranks", "gold_win_rates",
+            "ground_crop", "grpo_tasks", "judge_view", "ladder_survival",
             "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",
             "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "rounds_played",
             "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]

@@ -20,6 +20,10 @@ exact effect of the schedule on a noisy comparator.
   of §3.1's "error accumulation" argument for weak-to-strong).
 - ``comparison_error(records, order)``: a model judge's ``eps`` measured from its one-pass records,
   and the accuracy ``ladder_survival`` predicts from it next to the observed one.
+- ``gold_win_rates(records, order)``: the same records split by the ground truth's role -- the
+  challenger in the round it enters (per round) or the defender of every later round -- which shows
+  a judge that keeps the incumbent; ``defender_win_share(transcripts)``: how often the defender wins
+  in transcripts (e.g. a cold start's training set), the prior such a judge may have learnt.
 
 Leaves out: running the pipeline and loading the committed full-split recall (``kbvqa.molt.candidates``),
 the full-split experiment's runner (``kbvqa.experiments.molt_candidates``), rewards and training.
@@ -33,7 +37,8 @@ from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, listing_order
 from kbvqa.molt.run import transcript_text
 from kbvqa.parsers import TournamentRound
 
-__all__ = ["ComparatorVLM", "comparison_error", "gold_ranks", "ladder_survival", "recall_curves", "rounds_played"]
+__all__ = ["ComparatorVLM", "comparison_error", "defender_win_share", "gold_ranks", "gold_win_rates", "ladder_survival",
+           "recall_curves", "rounds_played"]
 
 STAGES = ("coarse", "fused", "passage")
 
@@ -198,3 +203,58 @@ def comparison_error(records: Sequence[dict], order: str = "weak_to_strong", n: 
     return {"records": len(records), "consistent": consistent, "played": played, "lost": lost, "eps": eps,
             "predicted": ladder_survival(shares, eps, order) if eps is not None else None,
             "observed": sum(bool(r["correct"]) for r in records) / len(records)}
+
+
+def gold_win_rates(records: Sequence[dict], order: str = "weak_to_strong", n: int = 5) -> dict:
+    """Where a judge loses the ground truth, from the one-pass records ``comparison_error`` reads.
+
+    On a consistent chain the ground truth enters as round p's challenger (its position p in the
+    schedule; the seed, p = 0, defends from round 1) and, once it has won, defends every later round.
+    Returns ``{"challenger": {p: [won, played]}, "defender": [won, played], "broken": [correct, n]}``:
+    the challenger's wins in the round it enters, per round; the defender's wins over all rounds it
+    defended; and the records whose chain broke (not counted above) with how many still ended on the
+    ground truth. A judge that mostly keeps the incumbent shows challenger rates far below defender."""
+    if order not in ("weak_to_strong", "strong_to_weak"):
+        raise ValueError(f"order must be 'weak_to_strong' or 'strong_to_weak', got {order!r}")
+    schedule = ladder_schedule([str(r) for r in range(1, n + 1)], order)
+    challenger, defender, broken = {}, [0, 0], [0, 0]
+    for rec in records:
+        rank = rec["gold_rank"]
+        if not (isinstance(rank, int) and 1 <= rank <= n):
+            raise ValueError(f"gold_rank must be in 1..{n}, got {rank!r}")
+        if not rec["chain_valid"]:
+            broken[0] += bool(rec["correct"])
+            broken[1] += 1
+            continue
+        position, needed = schedule.index(str(rank)), rounds_played(schedule, str(rank))
+        wins = min(int(rec["gt_rounds"]), needed)
+        defended = wins
+        if position > 0:                       # round ``position``: it enters as the challenger
+            won_entry = challenger.setdefault(position, [0, 0])
+            won_entry[0] += wins >= 1
+            won_entry[1] += 1
+            if wins == 0:
+                continue
+            defended = wins - 1
+        defender[0] += defended
+        defender[1] += defended + (wins < needed)
+    return {"challenger": dict(sorted(challenger.items())), "defender": defender, "broken": broken}
+
+
+def defender_win_share(transcripts: Sequence[str]) -> dict:
+    """``{"defender": wins, "rounds": n, "share": wins / n}`` over the rounds of one-pass transcripts
+    (Tab. 14 text) whose winner is one of the pair. The defender of round 1 is the pair's first id
+    (the seed, as ``student_prompt`` lists it); of a later round, the previous round's winner (a round
+    whose pair lacks it, a broken chain, is not counted). ``share`` is None without such rounds."""
+    from kbvqa.parsers import parse_tournament
+
+    wins = rounds = 0
+    for text in transcripts:
+        previous = None
+        for k, r in enumerate(parse_tournament(str(text)).rounds):
+            defender = r.pair[0] if k == 0 and r.pair else previous
+            if r.winner_in_pair and defender in r.pair:
+                rounds += 1
+                wins += r.winner == defender
+            previous = r.winner
+    return {"defender": wins, "rounds": rounds, "share": wins / rounds if rounds else None}
