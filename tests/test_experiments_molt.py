@@ -175,11 +175,17 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
     monkeypatch.setattr(run, "train_cold_start", cold_start)
     monkeypatch.setattr(run, "train_grpo", grpo)
     config = MOLTExperimentConfig(limit=2, sft_queries=2, sft_steps=1, grpo_steps=1, group_size=2,
-                                  prompts_per_step=1, max_new_tokens=8)
+                                  prompts_per_step=1, max_new_tokens=8, teacher="model", teacher_tokens=4)
     work = WorkFolder(tmp_path, run_fingerprint(config, "test-judge"))
     with pytest.raises(KeyboardInterrupt):
         run.run_experiment(config, work)
     assert calls == ["cold", "no_proc", "full"]
+    share = work.log()["sft"]["teacher_defender_share"]
+    assert work.log()["sft"]["teacher_rounds"] <= 2 * 4 and (share is None or 0 <= share <= 1)
+    older = work.log()                             # a run whose cold start predates the share: filled in
+    for key in ("teacher_defender_share", "teacher_defender_wins", "teacher_rounds"):
+        del older["sft"][key]
+    work.save_log(older)
     assert work.rows("sft_tournament") is not None and work.rows("grpo_full_weak_to_strong") is None
     assert work.has_model("cold") and work.has_model("grpo_no_proc") and not work.has_model("grpo_full")
 
@@ -189,6 +195,7 @@ def test_an_interrupted_training_run_resumes_where_it_stopped(tmp_path, monkeypa
     assert judge_rows[:4] == ["zero_shot_one_shot", "zero_shot_tournament", "sft_tournament",
                               "grpo_no_proc_tournament"] and len(judge_rows) == 7
     assert {"sft", "grpo_no_proc", "grpo_full", "row_seconds"} <= set(log)
+    assert log["sft"]["teacher_defender_share"] == share
     restored = work.load_model("cold", judge())
     items = eval_sets(get_world(0), get_world(0).kbvqa_test, config.gap, config.seed)[: config.limit]
     again = run.evaluate_one_pass(restored, items, "weak_to_strong", config, config.seed)

@@ -26,6 +26,7 @@ from kbvqa.experiments.runs import provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
+from kbvqa.molt.analysis import defender_win_share
 from kbvqa.molt.experiment import (
     ERRORS,
     TEACHERS,
@@ -73,8 +74,17 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
         log["sft"] = {"steps": config.sft_steps, "teacher": config.teacher, "teacher_seconds": round(teacher_s, 1),
                       "loss_start": round(out.loss[0], 4),
                       "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4),
-                      "seconds": round(teacher_s + before + time.perf_counter() - t1, 1)}
+                      "seconds": round(teacher_s + before + time.perf_counter() - t1, 1),
+                      **teacher_defender_share([e.completion for e in examples])}
     return vlm
+
+
+def teacher_defender_share(completions) -> dict:
+    """How often the cold start's transcripts let the defender (the incumbent) win a round
+    (``kbvqa.molt.defender_win_share``): the prior a student may take from them."""
+    out = defender_win_share(completions)
+    return {"teacher_defender_wins": out["defender"], "teacher_rounds": out["rounds"],
+            "teacher_defender_share": None if out["share"] is None else round(out["share"], 4)}
 
 
 def train_grpo(cold, world, config: MOLTExperimentConfig, with_proc: bool, log: dict | None = None,
@@ -150,6 +160,9 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
     no_proc_rows, full_rows = ["grpo_no_proc_tournament"], [f"grpo_full_{order}" for order in ORDERS]
     if pending("sft_tournament", *no_proc_rows, *full_rows):
         cold = trained("cold", lambda: train_cold_start(world, config, log=log, work=work))
+        kept = work.data("sft_transcripts") if work is not None else None
+        if kept and "sft" in log and "teacher_defender_share" not in log["sft"]:    # a cold start of an older run
+            log["sft"].update(teacher_defender_share([completion for completion, _ in kept["transcripts"]]))
         step("sft_tournament", lambda part: evaluate_one_pass(cold, part, "weak_to_strong", config, config.seed))
         if pending(*no_proc_rows):
             no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log,
