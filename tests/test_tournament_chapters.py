@@ -213,3 +213,32 @@ def test_defender_win_share_reads_the_incumbent_off_the_chain():
     out = defender_win_share([keeps, broken, "no rounds at all"])
     assert out == {"defender": 1 + 1 + 0, "rounds": 3 + 1, "share": 0.5}
     assert defender_win_share(["", None])["share"] is None
+
+
+@pytest.mark.parametrize("order", ["weak_to_strong", "strong_to_weak", "random"])
+def test_role_survival_is_ladder_survival_when_both_sides_win_alike(order):
+    from kbvqa.molt.analysis import ladder_survival, role_survival
+
+    shares = [0.5, 0.2, 0.15, 0.1, 0.05]
+    assert role_survival(shares, 0.8, 0.8, order) == pytest.approx(ladder_survival(shares, 0.2, order))
+    assert role_survival(shares, {1: 0.7, 2: 0.7, 3: 0.7, 4: 0.7}, 0.7, order) == \
+        pytest.approx(ladder_survival(shares, 0.3, order))
+
+
+def test_role_survival_by_hand_and_a_defender_bias_favours_strong_to_weak():
+    from kbvqa.molt.analysis import role_survival
+
+    # N = 3, weak-to-strong plays [3, 2, 1]: rank 1 enters round 2, rank 2 round 1 then defends, rank 3 defends twice
+    c, d = {1: 0.4, 2: 0.2}, 0.9
+    assert role_survival([1, 0, 0], c, d) == pytest.approx(0.2)
+    assert role_survival([0, 1, 0], c, d) == pytest.approx(0.4 * 0.9)
+    assert role_survival([0, 0, 1], c, d) == pytest.approx(0.81)
+    assert role_survival([1, 0, 0], c, d, "strong_to_weak") == pytest.approx(0.81)      # the seed defends
+    shares = [0.5, 0.2, 0.15, 0.1, 0.05]
+    assert role_survival(shares, 0.2, 0.9, "strong_to_weak") > role_survival(shares, 0.2, 0.9, "weak_to_strong")
+    with pytest.raises(ValueError, match="per round"):
+        role_survival(shares, {1: 0.5}, 0.9)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        role_survival(shares, 1.5, 0.9)
+    with pytest.raises(ValueError, match="order"):
+        role_survival(shares, 0.5, 0.9, "sideways")

@@ -29,6 +29,7 @@ from kbvqa.molt.analysis import (  # noqa: E402
            gold_win_rates,
            ladder_survival,
            recall_curves,
+           role_survival,
            rounds_played,
 )
 from kbvqa.molt.candidates import (  # noqa: E402
@@ -63,8 +64,8 @@ __all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "
             "eval_sets", "evaluate_one_pass", "evaluate_one_shot", "format_wiki", "gold_ranks", "gold_win_rates",
             "ground_crop", "grpo_tasks", "judge_view", "ladder_survival",
             "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",
-            "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "rounds_played",
-            "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]
+            "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "role_survival",
+            "rounds_played", "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]
 
 # Shared pieces the chapters use with MOLT, re-exported so that a chapter imports one package (issue #16);
 # their home stays where it is: the ladder transcript's parser (``kbvqa.parsers``), the toy views

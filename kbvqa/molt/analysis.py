@@ -20,6 +20,8 @@ exact effect of the schedule on a noisy comparator.
   of §3.1's "error accumulation" argument for weak-to-strong).
 - ``comparison_error(records, order)``: a model judge's ``eps`` measured from its one-pass records,
   and the accuracy ``ladder_survival`` predicts from it next to the observed one.
+- ``role_survival(rank_probs, challenger_win, defender_win, order)``: ``ladder_survival`` for a judge
+  whose verdicts depend on the ground truth's side of the pair (the rates ``gold_win_rates`` measures).
 - ``gold_win_rates(records, order)``: the same records split by the ground truth's role -- the
   challenger in the round it enters (per round) or the defender of every later round -- which shows
   a judge that keeps the incumbent; ``defender_win_share(transcripts)``: how often the defender wins
@@ -38,7 +40,7 @@ from kbvqa.molt.run import transcript_text
 from kbvqa.parsers import TournamentRound
 
 __all__ = ["ComparatorVLM", "comparison_error", "defender_win_share", "gold_ranks", "gold_win_rates", "ladder_survival",
-           "recall_curves", "rounds_played"]
+           "recall_curves", "role_survival", "rounds_played"]
 
 STAGES = ("coarse", "fused", "passage")
 
@@ -164,6 +166,33 @@ def ladder_survival(rank_probs: Sequence[float], eps: float, order: str = "weak_
         return sum(rank_probs) * sum(per_position) / n
     schedule = ladder_schedule(ids, order)
     return sum(p * (1 - eps) ** rounds_played(schedule, gold) for p, gold in zip(rank_probs, ids))
+
+
+def role_survival(rank_probs: Sequence[float], challenger_win, defender_win: float,
+                  order: str = "weak_to_strong") -> float:
+    """``ladder_survival`` for a judge whose verdicts depend on the ground truth's side of the pair:
+    it wins the round it enters as the challenger with probability ``challenger_win`` (one float, or
+    one per round ``{p: probability}`` for p = 1 .. N - 1, e.g. ``gold_win_rates``' shares) and every
+    round it defends (the seed's rounds included) with ``defender_win``. A ground truth at position p
+    of the schedule is the evidence with probability ``challenger_win[p] * defender_win ** (N - 1 - p)``,
+    the seed with ``defender_win ** (N - 1)``. Equal to ``ladder_survival(rank_probs, 1 - w, order)``
+    when both are ``w``."""
+    n = len(rank_probs)
+    if n < 2:
+        raise ValueError(f"a ladder tournament needs N >= 2 candidates, got {n}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    rounds = range(1, n)
+    wins = {p: challenger_win for p in rounds} if isinstance(challenger_win, (int, float)) else dict(challenger_win)
+    if set(wins) != set(rounds):
+        raise ValueError(f"challenger_win needs one probability per round 1..{n - 1}, got rounds {sorted(wins)}")
+    if not all(0.0 <= w <= 1.0 for w in [*wins.values(), defender_win]):
+        raise ValueError("win probabilities must be in [0, 1]")
+    per_position = [defender_win ** (n - 1)] + [wins[p] * defender_win ** (n - 1 - p) for p in rounds]
+    if order == "random":
+        return sum(rank_probs) * sum(per_position) / n
+    schedule = ladder_schedule([str(r) for r in range(1, n + 1)], order)
+    return sum(prob * per_position[schedule.index(str(r))] for r, prob in zip(range(1, n + 1), rank_probs))
 
 
 def comparison_error(records: Sequence[dict], order: str = "weak_to_strong", n: int = 5) -> dict:
