@@ -74,7 +74,8 @@ def test_summaries_tables_and_agreement():
     assert t5[1]["ours_acc_%"] == 100.0
     t6 = tab6(results)
     assert [r["paper_acc_%"] for r in t6] == [PAPER_TAB6[o] for o in ("random", "strong_to_weak", "weak_to_strong")]
-    assert t6[2]["tiny_model_acc_%"] == 100.0 and t6[0]["tiny_model_acc_%"] is None
+    assert t6[2]["judge_acc_%"] == 100.0 and t6[0]["judge_acc_%"] is None and t6[0]["judge_95%_ci"] is None
+    assert t6[2]["judge_95%_ci"] == t5[1]["ours_95%_ci"]
     agreement = live_agreement(recs[:2], recs)
     assert agreement["same_outcome"] == 1.0 and agreement["agrees"]
     flipped = [{**r, "correct": not r["correct"]} for r in recs]

@@ -70,7 +70,7 @@ def _pct(x):
 
 
 def tab5(results: dict) -> list[dict]:
-    """Tab. 5 analogue: our tiny-model rows next to the paper's."""
+    """Tab. 5 analogue: the judge's rows (the model that plays "judge") next to the paper's."""
     out = []
     for name, i in TAB5_ROWS.items():
         row = results["rows"].get(name)
@@ -85,12 +85,13 @@ def tab5(results: dict) -> list[dict]:
 
 
 def tab6(results: dict) -> list[dict]:
-    """Tab. 6 analogue: the three schedules, tiny model (full GRPO) and the scripted judge at error 0.1."""
+    """Tab. 6 analogue: the three schedules, the judge after full GRPO and the scripted judge at error 0.1."""
     out = []
     for order, label in ORDER_LABEL.items():
-        tiny = results["rows"].get(f"grpo_full_{order}")
+        judge = results["rows"].get(f"grpo_full_{order}")
         scripted = results["rows"].get(f"scripted_0.1_{order}")
-        out.append({"schedule": label, "tiny_model_acc_%": _pct(tiny["accuracy"]) if tiny else None,
+        out.append({"schedule": label, "judge_acc_%": _pct(judge["accuracy"]) if judge else None,
+                    "judge_95%_ci": f"[{_pct(judge['low'])}, {_pct(judge['high'])}]" if judge else None,
                     "scripted_eps0.1_acc_%": _pct(scripted["accuracy"]) if scripted else None,
                     "paper_acc_%": PAPER_TAB6[order]})
     return out
@@ -117,7 +118,7 @@ def print_table(results: dict) -> None:
 
 
 def write_results(results: dict, records: dict[str, list[dict]], out) -> None:
-    """``results.json`` and ``runs.jsonl`` (tiny-model rows only: scripted rows rerun in a second)."""
+    """``results.json`` and ``runs.jsonl`` (the judge's rows only: scripted rows rerun in a second)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
