@@ -108,6 +108,10 @@ def render_markdown(results: dict) -> str:
         seconds = bench.get("seconds")
         took = f" ({seconds:.0f} s)" if isinstance(seconds, (int, float)) else ""
         lines += [f"**{name}**{took}", ""]
+        own = bench.get("provenance")
+        if own:                                    # rerun alone (--merge): its own date and commit
+            lines += [f"Rerun alone {own.get('date_utc', '?')} at commit `{str(own.get('commit', '?'))[:10]}`"
+                      + (" (uncommitted changes)" if own.get("dirty") else "") + ".", ""]
         if bench.get("error"):
             lines += [f"Did not finish: `{_cell(bench['error'])}`", ""]
             continue
@@ -121,6 +125,18 @@ def render_markdown(results: dict) -> str:
                          f"{met} | {kind_label(r)} | {_cell(r.get('note', ''))} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def merge_results(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s benchmarks put in place of (or after) its own, each carrying ``new``'s
+    provenance (``--merge``: a benchmark rerun alone after the model it measures changed); the rest of
+    ``old``, its provenance included, is kept as it was measured."""
+    if "benchmarks" not in old or "benchmarks" not in new or "provenance" not in new:
+        raise ValueError("both results need 'benchmarks' (and the new one its 'provenance')")
+    merged = {**old, "benchmarks": dict(old["benchmarks"])}
+    for name, bench in new["benchmarks"].items():
+        merged["benchmarks"][name] = {**bench, "provenance": new["provenance"]}
+    return merged
 
 
 def write_results(results: dict, out_dir: Path) -> tuple[Path, Path]:

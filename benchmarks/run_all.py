@@ -10,7 +10,10 @@ A benchmark that fails is recorded with its error and the others still run; the 
 when any failed. ``--quick`` shrinks every benchmark to check the plumbing in a few minutes (its
 numbers mean nothing; it writes to ``data/cache/benchmarks_quick`` unless ``--out`` is given).
 
-Run: ``python benchmarks/run_all.py [--only book maxsim] [--quick] [--out DIR]``.
+``--merge`` keeps the other benchmarks of the existing results and replaces only those it runs, each
+with its own provenance (after the model one benchmark measures changed).
+
+Run: ``python benchmarks/run_all.py [--only book maxsim] [--quick] [--merge] [--out DIR]``.
 Leaves out: the experiments (``make experiments``) and the gpu profile.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from report import ROOT, load_average, provenance, write_results
+from report import ROOT, load_average, merge_results, provenance, write_results
 
 HERE = Path(__file__).resolve().parent
 # In the order they run: the model layer first, the whole book last.
@@ -72,6 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run these benchmarks only")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the plumbing, numbers meaningless")
     ap.add_argument("--out", type=Path, default=None, help="results folder (default data/benchmarks)")
+    ap.add_argument("--merge", action="store_true", help="replace only these benchmarks in the existing results")
     ap.add_argument("--child", choices=sorted(BENCHMARKS), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -89,6 +93,9 @@ def main(argv=None) -> int:
         bench = results["benchmarks"][BENCHMARKS[name]]
         print(f"   {bench['seconds']:.0f} s" + (f", FAILED: {bench['error']}" if bench["error"] else ""), flush=True)
     results["provenance"]["load_average_end"] = load_average()
+    existing = out_dir / "results.json"
+    if args.merge and existing.exists():
+        results = merge_results(json.loads(existing.read_text(encoding="utf-8")), results)
     json_path, md_path = write_results(results, out_dir)
     print(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path.relative_to(ROOT) if json_path.is_relative_to(ROOT) else json_path} and {md_path.name}")

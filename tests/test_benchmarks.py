@@ -10,7 +10,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 from _timing import best_of, format_goal, format_value, row  # noqa: E402
-from report import provenance, render_markdown, write_results  # noqa: E402
+from report import merge_results, provenance, render_markdown, write_results  # noqa: E402
 
 
 def _fake_results():
@@ -92,6 +92,21 @@ def test_write_results_round_trips(tmp_path):
     assert md_path.read_text() == render_markdown(results)
     with pytest.raises(ValueError):
         write_results({"benchmarks": {}}, tmp_path)
+
+
+def test_a_benchmark_rerun_alone_replaces_only_its_own_rows():
+    old = _fake_results()
+    names = list(old["benchmarks"])
+    rerun = {"provenance": {**old["provenance"], "commit": "fedcba9876543210", "date_utc": "2030-01-01", "dirty": False},
+             "benchmarks": {names[0]: {"title": names[0], "seconds": 2.0, "rows": [], "error": ""}}}
+    merged = merge_results(old, rerun)
+    assert list(merged["benchmarks"]) == names and merged["provenance"] == old["provenance"]
+    assert merged["benchmarks"][names[0]]["provenance"]["commit"] == "fedcba9876543210"
+    assert all(merged["benchmarks"][n] == old["benchmarks"][n] for n in names[1:])
+    md = render_markdown(merged)
+    assert md.count("Rerun alone 2030-01-01 at commit `fedcba9876`.") == 1 and "commit `0123456789`" in md
+    with pytest.raises(ValueError):
+        merge_results(old, {"benchmarks": {}})
 
 
 def test_provenance_records_where_and_when():
