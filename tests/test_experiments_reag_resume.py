@@ -139,6 +139,28 @@ def test_the_ladder_critic_is_kept(tmp_path, world, monkeypatch):
     assert set(first) == set(again) and all(bool((first[n] == again[n]).all()) for n in first)
 
 
+def test_an_interrupted_critic_resumes_from_its_checkpoint(tmp_path, world, session_ends_at_checkpoint):
+    """The critic trains for the better part of an hour on the reader: a run cut off inside it keeps a
+    checkpoint every 10 steps, and the rerun ends with the weights of an uninterrupted critic."""
+    import dataclasses
+
+    import torch
+
+    config = dataclasses.replace(CONFIG, critic_steps=12)
+    whole = trainable(ladder_train.train_ladder_critic(world, config, vlm=tiny()))
+    work = WorkFolder(tmp_path, "run")
+    with pytest.raises(KeyboardInterrupt):
+        ladder_train.train_ladder_critic(world, config, vlm=tiny(), work=work)
+    state = work.checkpoint("critic")
+    assert state["step"] == 10 and len(state["result"]["loss"]) == 10 and state["seconds"] > 0
+    session_ends_at_checkpoint()
+    resumed = trainable(ladder_train.train_ladder_critic(world, config, vlm=tiny(), work=work))
+    assert set(resumed) == set(whole) and all(torch.allclose(resumed[n], whole[n], atol=1e-6) for n in whole)
+    assert work.has_model("critic") and work.checkpoint("critic") is None
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        ladder_train.CriticTrainConfig(checkpoint_every=-1)
+
+
 def test_the_work_folder_is_named_by_what_training_depends_on():
     from dataclasses import replace
 

@@ -34,7 +34,13 @@ from kbvqa.data import get_world
 from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.models.vlm import VLM
 from kbvqa.prompts.formats import critic_example, critic_negative
-from kbvqa.rl.common import build_optimizer, prepare_trainable
+from kbvqa.rl.common import (
+    build_optimizer,
+    check_checkpoint_every,
+    prepare_trainable,
+    restore_training_state,
+    training_state,
+)
 
 __all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
 
@@ -54,6 +60,7 @@ class CriticTrainConfig:
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
+    checkpoint_every: int = 0        # steps between calls of train_critic's on_checkpoint (0: never)
 
     def __post_init__(self):
         resolve_profile_fields(self, role="critic")
@@ -70,6 +77,7 @@ class CriticTrainConfig:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
         if self.lora is not None and not isinstance(self.lora, dict):
             raise ValueError(f"lora must be None or a dict of add_lora arguments, got {self.lora!r}")
+        check_checkpoint_every(self.checkpoint_every)
 
 
 def _task_config(config: CriticTrainConfig):
@@ -117,12 +125,15 @@ def critic_loss(vlm, prompts, labels):
 
 
 def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progress: bool = True,
-                 in_place: bool = False):
+                 in_place: bool = False, resume: dict | None = None, on_checkpoint=None):
     """Fine-tune a copy of ``vlm`` (``vlm`` itself when ``in_place``) as ReAG's critic on the toy
     world's training split. Both give the same critic: the copy only keeps the caller's base intact.
 
     Returns ``(critic_vlm, curve)``; ``curve`` holds per-step ``step``, ``loss``, ``lr``, a moving
     average ``smoothed`` (window ``log_every``), ``seconds`` and the label mix actually drawn.
+    Every ``config.checkpoint_every`` steps (before the last) ``on_checkpoint`` receives
+    ``kbvqa.rl.common.training_state``; ``resume=state`` on a fresh copy of the same model goes on
+    from it as an uninterrupted run would (each step's examples are drawn by its number).
     """
     import torch
 
@@ -136,14 +147,19 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
     optimiser, scheduler = build_optimizer(params, config.lr, config.weight_decay, config.warmup_steps,
                                            config.steps, schedule="constant")
     curve: dict = {"step": [], "loss": [], "lr": [], "smoothed": [], "labels": {"Yes": 0, "hard": 0, "soft": 0}}
+    start = 0
+    if resume is not None:
+        curve, start = restore_training_state(critic, optimiser, scheduler, resume)
     bar = None
     if progress_enabled(progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.steps, desc="critic", leave=False)
     critic.model.train()
-    t0 = time.perf_counter()
-    for step in range(config.steps):
+    t0 = time.perf_counter() - (resume or {}).get("seconds", 0.0)
+    if bar is not None:
+        bar.update(start)
+    for step in range(start, config.steps):
         batch = critic_training_examples(world, config.batch_size, config, start=step * config.batch_size)
         for e in batch:
             curve["labels"]["Yes" if e.completion == "Yes" else e.meta["negative_kind"]] += 1
@@ -162,6 +178,9 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
             bar.update(1)
             if step % config.log_every == 0 or step == config.steps - 1:
                 bar.set_postfix(loss=f"{curve['smoothed'][-1]:.3f}")
+        if on_checkpoint is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
+                and step + 1 < config.steps:
+            on_checkpoint(training_state(critic, optimiser, scheduler, curve, step + 1))
     if bar is not None:
         bar.close()
     critic.model.eval()

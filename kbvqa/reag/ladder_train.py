@@ -34,12 +34,16 @@ from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 def train_ladder_critic(world, config, vlm=None, work=None):
     """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped
-    model (or ``vlm``); with a ``work`` folder read back from it when a run saved it, else saved there."""
+    model (or ``vlm``); with a ``work`` folder read back from it when a run saved it, else saved there
+    (and a checkpoint every 10 steps that a rerun goes on from)."""
 
-    cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7)
+    cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7,
+                            checkpoint_every=10 if work is not None else 0)
 
     def train():
-        return train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None)[0]
+        checkpointing, _ = stage_checkpointing(work, "critic")
+        return train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None,
+                            **checkpointing)[0]
     return trained_model(work, "critic", train, lambda: load_vlm("critic"), lora=cfg.lora, freeze_vision=False)
 
 

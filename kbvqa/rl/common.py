@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from typing import Any
 
 import torch
@@ -107,10 +107,11 @@ def check_checkpoint_every(value) -> None:
 def training_state(vlm, optimizer, scheduler, result, next_step: int) -> dict:
     """What a loop's ``resume=`` needs to go on at ``next_step`` exactly as an uninterrupted run would:
     the trainable weights, the optimiser's moments, the schedule, the curves so far (``result``, a
-    dataclass) and torch's RNG (dropout). Copies, so the run may go on changing its own."""
+    dataclass or a dict) and torch's RNG (dropout). Copies, so the run may go on changing its own."""
     return {"step": next_step, "optimizer": copy.deepcopy(optimizer.state_dict()),
             "trainable": {n: p.detach().cpu().clone() for n, p in vlm.model.named_parameters() if p.requires_grad},
-            "scheduler": scheduler.state_dict(), "result": copy.deepcopy(asdict(result)), "rng": torch.get_rng_state()}
+            "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
+            "result": copy.deepcopy(asdict(result) if is_dataclass(result) else result)}
 
 
 def restore_training_state(vlm, optimizer, scheduler, state: dict) -> tuple[dict, int]:
