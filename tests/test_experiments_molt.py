@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kbvqa.molt.experiment import MOLTExperimentConfig, eval_sets, noisy_comparator, scripted_records
+from kbvqa.molt.experiment import MOLTExperimentConfig, eval_sets, item_schedule, noisy_comparator, scripted_records
 from kbvqa.molt.paper import PAPER_TAB5, PAPER_TAB6
 from kbvqa.molt.results import (
     RESULTS_DIR,
@@ -60,6 +60,33 @@ def test_scripted_judges_follow_the_schedule(items):
     assert acc["weak_to_strong"] > acc["strong_to_weak"]      # fewer rounds for a mostly top-ranked gold
     with pytest.raises(ValueError):
         noisy_comparator("1", 1.5, None)
+
+
+def test_random_schedule_shuffles_each_query_anew(items):
+    """The paper's Random Shuffle: each query its own order of play. One seed for all queries once
+    played every query in one order of ranks (the rank-1 candidate always the seed)."""
+    from collections import Counter
+
+    def seed_rank(it, order):
+        schedule = item_schedule(it, order, seed=0)
+        ranked = sorted(it.candidates, key=lambda c: -c.score)
+        return 1 + [c.id for c in ranked].index(schedule[0])
+
+    assert {seed_rank(it, "weak_to_strong") for it in items} == {5} and {seed_rank(it, "strong_to_weak") for it in items} == {1}
+    counts = Counter(seed_rank(it, "random") for it in items)
+    assert set(counts) == {1, 2, 3, 4, 5} and max(counts.values()) < 0.35 * len(items)      # ~uniform, 120 queries
+    assert [item_schedule(it, "random", 0) for it in items] == [item_schedule(it, "random", 0) for it in items]
+    assert [item_schedule(it, "random", 0) for it in items] != [item_schedule(it, "random", 1) for it in items]
+
+
+def test_scripted_random_row_matches_the_closed_form(items):
+    from kbvqa.molt.analysis import ladder_survival
+
+    eps = 0.2
+    shares = [sum(it.gold_rank == r for it in items) / len(items) for r in range(1, 6)]
+    for order in ("weak_to_strong", "strong_to_weak", "random"):
+        acc = sum(r["correct"] for r in scripted_records(items, order, eps)) / len(items)
+        assert abs(acc - ladder_survival(shares, eps, order)) < 0.12, order      # 120 queries: ~3 standard errors
 
 
 def test_summaries_tables_and_agreement():

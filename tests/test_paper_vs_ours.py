@@ -91,6 +91,7 @@ def test_molt_effects_from_a_results_file(tmp_path):
     assert verdict(effects["GRPO (full) vs SFT"]) == "opposite"
     assert verdict(effects["weak-to-strong vs random schedule"]) == "flat"
     assert effects["weak-to-strong vs random schedule"].paper == (85.5, 88.3)
+    assert "dozen" not in effects["GRPO (full) vs SFT"].why      # the reader's measured reasons are for the reader only
 
 
 def test_serts_effects_use_the_seed_spread(tmp_path):
@@ -169,6 +170,7 @@ def test_molt_effects_pair_records_and_label_scripted_rows(tmp_path):
     assert base.ours == (0.0, 100.0) and base.ours_interval == (100.0, 100.0) and base.n == 3
     assert base.evidence == "reader" and verdict(base) == "same"
     assert base.why.startswith("the reader") and "1.45M" not in base.why      # the why names the judge that ran
+    assert "first listed candidate" in base.why and "(ch. 28)" in base.why    # and what the chapter measured
     scripted = effects["weak-to-strong vs random (scripted judge, error 0.1)"]
     assert scripted.evidence == "scripted" and scripted.interval_method.startswith("normal")
 

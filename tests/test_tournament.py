@@ -79,6 +79,10 @@ def test_schedules_are_permutations_and_random_repeats(ids, seed):
 def test_random_schedules_differ_across_seeds():
     ids = [str(i) for i in range(8)]
     assert len({tuple(ladder_schedule(ids, "random", seed=s)) for s in range(10)}) > 5
+    from kbvqa.molt.ladder import query_seed
+
+    assert query_seed(0, "q1") == query_seed(0, "q1") != query_seed(0, "q2") and query_seed(0, "q1") != query_seed(1, "q1")
+    assert len({tuple(ladder_schedule(ids, "random", seed=query_seed(0, f"q{i}"))) for i in range(20)}) > 10
 
 
 @pytest.mark.parametrize("ids, kwargs", [(["a"], {}), ([], {}), (["a", "a"], {}), (["a", "b"], {"order": "up"}),

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from kbvqa.config import get_profile
 from kbvqa.data import get_world
 from kbvqa.molt.grpo import MOLTTask
-from kbvqa.molt.ladder import ladder_schedule, listing_order, one_shot_prompt, student_prompt
+from kbvqa.molt.ladder import ladder_schedule, listing_order, one_shot_prompt, query_seed, student_prompt
 from kbvqa.molt.rewards import molt_reward
 from kbvqa.molt.sft import SFTDataConfig, sft_candidates, teacher_transcript
 from kbvqa.parsers import parse_candidate_number
@@ -119,12 +119,19 @@ def noisy_comparator(gold_id: str, error: float, rng: random.Random):
     return compare
 
 
+def item_schedule(item: EvalItem, order: str, seed: int = 0) -> list[str]:
+    """The order of play of one evaluation item: by retrieval score, or for ``"random"`` a
+    permutation of its own (``query_seed``: each query shuffled anew, as the paper's Random Shuffle)."""
+    scores = [c.score for c in item.candidates]
+    return ladder_schedule([c.id for c in item.candidates], order, scores, query_seed(seed, item.query.id))
+
+
 def scripted_records(items, order: str, error: float, seed: int = 0) -> list[dict]:
     """The scripted judge's ladder on every item under ``order``, scored with Eq. 8."""
 
     records = []
     for it in items:
-        schedule = ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
+        schedule = item_schedule(it, order, seed)
         by_id = {c.id: c for c in it.candidates}
         rng = random.Random(f"scripted:{seed}:{error}:{order}:{it.query.id}")
         listing = [by_id[i] for i in listing_order(schedule)]
@@ -144,8 +151,7 @@ def _record(it: EvalItem, text: str, schedule, reward) -> dict:
 def evaluate_one_pass(vlm, items, order: str, config: MOLTExperimentConfig, seed: int = 0) -> list[dict]:
     """Greedy one-pass ladders (Table 14) of ``vlm`` under ``order``, batched, scored with Eq. 8."""
 
-    schedules = [ladder_schedule([c.id for c in it.candidates], order, [c.score for c in it.candidates], seed)
-                 for it in items]
+    schedules = [item_schedule(it, order, seed) for it in items]
     world = _world()
     prompts = [student_prompt(it.query.question, _query_image(world, it), it.candidates, s,
                               short=_judge_short()) for it, s in zip(items, schedules)]

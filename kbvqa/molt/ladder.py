@@ -7,7 +7,9 @@
   With the candidates sorted by score, descending, C = [c_1, ..., c_N] (c_1 strongest):
   ``"weak_to_strong"`` (MOLT) plays c_N, c_{N-1}, ..., c_1, so the strongest candidates enter last
   as "defenders"; ``"strong_to_weak"`` plays c_1, c_2, ..., c_N; ``"random"`` is a seeded
-  permutation (the three rows of the schedule ablation).
+  permutation (the three rows of the schedule ablation). One seed gives one permutation: code that
+  plays many queries gives each its own, ``query_seed(seed, query_id)``, so that "random" shuffles
+  every query anew (the paper's Random Shuffle), repeatably.
 - ``scheduled_pairs(schedule, winners)``: the pair each round must compare given the winners so far.
 - Prompts: ``student_prompt`` (Table 14, one pass), ``pairwise_prompt`` (Table 12 system turn with
   the two-candidate user turn of §3.2.1, the iterative baseline and the teacher) and
@@ -25,6 +27,7 @@ candidate pipeline (``kbvqa.molt.candidates``), parsing (``kbvqa.parsers.parse_t
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +36,7 @@ from kbvqa.prompts import render_chat
 from kbvqa.prompts.formats import molt_candidates
 
 __all__ = ["ORDERS", "Candidate", "ladder_schedule", "listing_order", "one_shot_prompt", "pairwise_prompt",
-           "random_ids", "scheduled_pairs", "student_prompt"]
+           "query_seed", "random_ids", "scheduled_pairs", "student_prompt"]
 
 ORDERS = ("weak_to_strong", "strong_to_weak", "random")
 
@@ -89,6 +92,13 @@ def ladder_schedule(ids: Sequence[str], order: str = "weak_to_strong", scores: S
     shuffled = list(ranked)
     random.Random(f"ladder:{seed}").shuffle(shuffled)
     return shuffled
+
+
+def query_seed(seed: int, query_id: str) -> int:
+    """The seed of one query's schedule: ``ladder_schedule(ids, "random", scores, query_seed(seed, q.id))``
+    draws a permutation per query (one seed for every query would play all of them in the same
+    order of ranks), the same one in every run with the same ``seed``."""
+    return zlib.crc32(f"ladder:{seed}:{query_id}".encode())
 
 
 def listing_order(schedule: Sequence[str]) -> list[str]:

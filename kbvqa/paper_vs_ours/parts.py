@@ -165,6 +165,20 @@ def _per_question(records: list[dict], method: str, key: str) -> dict[str, float
 # ------------------------------------------------------------------------------ MOLT
 _SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round the gold candidate plays: "
                  "the schedule's mechanism without a trained judge")
+# Why a row differs when the reader judges: what chapters 27-28 measure on its records (the effect's name -> why).
+_READER_JUDGE_WHY = {
+    "tournament vs one-shot 5-way (base)": "the one-shot answer is the first listed candidate (the retriever's "
+    "rank 1), and the one-pass judge keeps the incumbent: the rank-1 gold, entering last, rarely wins (ch. 28)",
+    "SFT cold start vs base tournament": "the cold start fixed broken chains, which had ended on the rank-1 candidate "
+    "by accident, but not the comparison (ch. 28)",
+    "GRPO (full) vs SFT": "a dozen GRPO steps on a CPU (the paper: 500+): groups have spread, no trend yet (ch. 27)",
+    "process reward R_proc (full vs w/o)": "a dozen GRPO steps each (the paper: 500+): too few for the reward's terms "
+    "to part (ch. 27)",
+    "weak-to-strong vs random schedule": "the judge keeps the incumbent: a schedule that makes a likely gold defend "
+    "wins, and role_survival with its measured rates predicts the order (ch. 28)",
+    "weak-to-strong vs strong-to-weak": "the judge keeps the incumbent: strong-to-weak makes the rank-1 gold the seed, "
+    "which only defends; role_survival with its measured rates predicts the order (ch. 28)",
+}
 
 
 def molt_effects(out: Path | None = None) -> list[Effect]:
@@ -177,6 +191,7 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
     judge = {"reader": "the reader (SmolLM2-135M with a toy-world vision tower; SFT and GRPO as LoRA adapters)",
              "tiny": "a 1.45M-parameter judge trained for minutes on the toy world"}.get(evidence, "a hub VLM judge")
     why = f"{judge} vs Qwen3-VL-4B/8B; 5 candidates as the paper"
+    reasons = _READER_JUDGE_WHY if evidence == "reader" else {}
     specs = [("tournament vs one-shot 5-way (base)", "Tab. 5", "zero_shot_one_shot", "zero_shot_tournament", (0, 1)),
              ("SFT cold start vs base tournament", "Tab. 5", "zero_shot_tournament", "sft_tournament", (1, 2)),
              ("GRPO (full) vs SFT", "Tab. 5", "sft_tournament", "grpo_full_weak_to_strong", (2, 4)),
@@ -204,7 +219,7 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
             before, after, interval, n = paired_effect({r["id"]: bool(r["correct"]) for r in records[base]},
                                                        {r["id"]: bool(r["correct"]) for r in records[treat]})
             effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper, (before, after),
-                                  interval, n, _SCRIPTED_WHY if scripted else why, kind))
+                                  interval, n, _SCRIPTED_WHY if scripted else _why(why, reasons.get(name)), kind))
             continue
         b, t = rows[base], rows[treat]
         d = t["accuracy"] - b["accuracy"]
@@ -212,9 +227,13 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
         interval = (as_percent(d - 1.96 * se), as_percent(d + 1.96 * se)) if se > 0 else (as_percent(d), as_percent(d))
         effects.append(Effect("MOLT", name, source, "evidence-selection accuracy %", paper,
                               (as_percent(b["accuracy"]), as_percent(t["accuracy"])), interval, t["n"],
-                              _SCRIPTED_WHY if scripted else why, kind,
+                              _SCRIPTED_WHY if scripted else _why(why, reasons.get(name)), kind,
                               "normal, difference of two proportions (no per-query records)"))
     return effects
+
+
+def _why(model: str, measured: str | None) -> str:
+    return f"{model}; {measured}" if measured else model
 
 
 _LOADERS = {"RCTS": rcts_effects, "SeRTS": serts_effects, "ReAG": reag_effects, "MOLT": molt_effects}

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from kbvqa.config import PROFILE_DEFAULT, resolve_profile_fields
 from kbvqa.metrics import kbvqa_split_of, official_correct
-from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, pairwise_prompt, student_prompt
+from kbvqa.molt.ladder import ORDERS, Candidate, ladder_schedule, pairwise_prompt, query_seed, student_prompt
 from kbvqa.molt.run import pairwise_winner
 from kbvqa.parsers import parse_think_answer, parse_tournament, winner_ids
 from kbvqa.reag.critic import check_threshold, generator_prompt
@@ -155,7 +155,8 @@ def _one_pass(judge, world, queries, cands: list[list[str]], config: PipelineCon
     prompts, objects = [], {}
     for i in todo:
         objs = objects[i] = candidate_objects(world, queries[i], cands[i])
-        schedule = ladder_schedule([c.id for c in objs], config.order, [c.score for c in objs], config.seed)
+        schedule = ladder_schedule([c.id for c in objs], config.order, [c.score for c in objs],
+                                   query_seed(config.seed, queries[i].id))
         prompts.append(student_prompt(queries[i].question, queries[i].image, objs, schedule, config.short_prompts))
     texts = _first(judge.generate(prompts, n=1, max_new_tokens=config.ladder_tokens, temperature=0.0,
                                   seed=config.seed, batch_size=config.batch_size)) if prompts else []
@@ -171,8 +172,8 @@ def _iterative(judge, world, queries, cands: list[list[str]], config: PipelineCo
 
     objects = {i: {o.id: o for o in candidate_objects(world, queries[i], c)}
                for i, c in enumerate(cands) if len(c) >= 2}
-    schedules = {i: ladder_schedule(list(o), config.order, [c.score for c in o.values()], config.seed)
-                 for i, o in objects.items()}
+    schedules = {i: ladder_schedule(list(o), config.order, [c.score for c in o.values()],
+                                    query_seed(config.seed, queries[i].id)) for i, o in objects.items()}
     defender = {i: s[0] for i, s in schedules.items()}
     valid = {i: True for i in objects}
     for t in range(1, max((len(s) for s in schedules.values()), default=1)):
