@@ -1,7 +1,7 @@
 """Benchmark of MOLT's cost (App. C, Tab. 7/10): one-pass ladder vs iterative pairwise calls.
 
 Same model, same queries, same candidates, one run: for each toy-world test query, five
-candidates (the gold page and four look-alikes, 56 px images), the weak-to-strong schedule, then
+candidates (the gold page and four look-alikes, at the judge's picture size), the weak-to-strong schedule, then
 
 - one pass (``run_one_pass``): ONE call with the query and the 5 candidates (6 images);
 - iterative (``run_iterative``): N - 1 = 4 calls, each with the query and 2 candidates (12 images).
@@ -11,8 +11,8 @@ Two decoding modes:
   prefill, repeated image encoding, per-call overhead): every round decodes exactly
   ``--round-tokens`` tokens (EOS suppressed with ``min_new_tokens``); one pass decodes
   (N - 1) x round-tokens + ``--evidence-tokens`` in one call, iterative round-tokens per call.
-- ``natural``: the model's own stopping (``VLM.generate``); the tiny model was never trained on the
-  one-pass format, so its one pass stops after one pairwise-style answer and the ratio flatters it.
+- ``natural``: the model's own stopping (``VLM.generate``): each set-up decodes as much as the judge
+  writes (the reader writes the whole ladder in one pass, and a short verdict per pairwise call).
 
 Reported: median latency per query of each method and their ratio (paper, RTX 3090, Qwen3-VL-4B
 with vLLM: 10,304 ms / 4,231 ms = 2.44x), model calls, and vision-encoder calls / images encoded
@@ -122,7 +122,7 @@ def rows(argv=None) -> list[dict]:
 
 def main(argv=None) -> None:
     rep_rows = rows(argv)
-    print_rows(rep_rows, "MOLT (App. C, Tab. 7/10): one-pass ladder vs iterative pairwise, tiny judge, 1 thread")
+    print_rows(rep_rows, "MOLT (App. C, Tab. 7/10): one-pass ladder vs iterative pairwise, the judge role, 1 thread")
 
 
 if __name__ == "__main__":

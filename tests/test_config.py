@@ -114,9 +114,10 @@ def test_profile_decides_prompts_and_pictures(monkeypatch):
 
     monkeypatch.setenv("CI", "true")
     configs = (PipelineConfig, SFTDataConfig, CriticConfig, CriticTrainConfig, GroundingConfig)
-    for cls in configs:                     # cpu: what the tiny VLM was trained on
+    for cls in configs:                     # cpu: what the model of the config's role was trained on
         cfg = cls()
-        assert (cfg.short_prompts, cfg.image_size) == (True, 56), cls
+        size = 112 if cls is SFTDataConfig else 56      # the judge (MOLT's SFT data) is the reader, the rest tiny
+        assert (cfg.short_prompts, cfg.image_size) == (True, size), cls
     assert SeRTSConfig().short_prompts is True
     assert PipelineConfig(image_size=None, short_prompts=False).image_size is None     # explicit values stay
     assert profile_value("image_size", 112) == 112 and profile_value("image_size", PROFILE_DEFAULT) == 56
@@ -136,14 +137,14 @@ def test_picture_size_follows_the_model_that_plays_the_role(monkeypatch):
     from kbvqa.config import PROFILE_DEFAULT, READER_IMAGE_SIZE, TINY_IMAGE_SIZE, plays_reader, profile_value
 
     cpu, gpu = Profile("cpu", "cpu", 1.0, 10), Profile("gpu", "cuda", 4.0, 10)
-    assert plays_reader("reader") and not plays_reader("judge") and not plays_reader(None)
-    assert cpu.image_size_of("reader") == READER_IMAGE_SIZE == 112 and cpu.image_size_of("judge") == TINY_IMAGE_SIZE
+    assert plays_reader("reader") and plays_reader("judge") and not plays_reader("critic") and not plays_reader(None)
+    assert cpu.image_size_of("reader") == READER_IMAGE_SIZE == 112 and cpu.image_size_of("critic") == TINY_IMAGE_SIZE
     assert cpu.image_size == TINY_IMAGE_SIZE and gpu.image_size_of("reader") is None
-    monkeypatch.setattr(config, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
-    assert plays_reader("judge") and cpu.image_size_of("judge") == 112 and cpu.image_size_of("critic") == 56
-    assert profile_value("image_size", PROFILE_DEFAULT, cpu, role="judge") == 112
-    assert profile_value("image_size", 84, cpu, role="judge") == 84        # an explicit value stays
-    assert profile_value("short_prompts", PROFILE_DEFAULT, cpu, role="judge") is True   # both cpu models: short
+    monkeypatch.setattr(config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
+    assert plays_reader("critic") and cpu.image_size_of("critic") == 112 and cpu.image_size_of("judge") == 56
+    assert profile_value("image_size", PROFILE_DEFAULT, cpu, role="critic") == 112
+    assert profile_value("image_size", 84, cpu, role="critic") == 84        # an explicit value stays
+    assert profile_value("short_prompts", PROFILE_DEFAULT, cpu, role="critic") is True   # both cpu models: short
     with pytest.raises(ValueError, match="profile field"):
         profile_value("batch_size", PROFILE_DEFAULT, cpu)
 

@@ -242,12 +242,13 @@ def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypa
 
     assert stale_tables(made_by, role_model) == {}, "re-run these tables with the model their role gives"
     reader = f"reader:{reader_fingerprint()}"
-    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "judge"}))
-    assert stale_tables(made_by, role_model) == {"molt/results.json": (made_by["molt/results.json"]["judge"], reader)}
-    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # a second role counts
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES | {"critic"})
     assert stale_tables(made_by, role_model) == {      # the pipeline reads the critic's scores (evidence.json)
         "reag/results.json": (made_by["reag/results.json"]["critic"], reader),
         "pipeline/results.json": (made_by["pipeline/results.json"]["critic"], reader)}
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # and a role moved back
+    assert stale_tables(made_by, role_model)["molt/results.json"] == (made_by["molt/results.json"]["judge"],
+                                                                      checkpoints.role_model("judge", cpu))
 
 
 def test_table_role_models_reads_the_roles_a_run_recorded(tmp_path):
