@@ -102,6 +102,7 @@ CASES = {"rcts answers": ("generator", _rcts_answer), "rcts setting": ("generato
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_part_on_the_reader_shows_pictures_at_the_readers_size(case, world, monkeypatch):
     role, sides = CASES[case]
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader"}))
     assert sides(world) == {kbvqa_config.TINY_IMAGE_SIZE}, "on the tiny model: its 56-px views"
     monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", role}))
     assert sides(world) == {kbvqa_config.READER_IMAGE_SIZE}, f"{role} on the reader: 112-px views"
