@@ -50,9 +50,11 @@ from kbvqa.molt.experiment import (  # noqa: E402
            evaluate_one_pass,
            evaluate_one_shot,
            grpo_tasks,
+           item_schedule,
            judge_view,
            scripted_records,
 )
+from kbvqa.molt.ladder import query_seed  # noqa: E402  (the random schedule's per-query seed)
 from kbvqa.molt.paper import PAPER_RECALL  # noqa: E402
 from kbvqa.molt.results import live_agreement, load_records, load_results, summarise_row, tab5, tab6  # noqa: E402
 from kbvqa.molt.rewards import chain_validity, difficulty_table  # noqa: E402
@@ -62,10 +64,10 @@ from kbvqa.molt.sft import oracle_teacher  # noqa: E402
 __all__ += ["ERRORS", "ComparatorVLM", "MOLTExperimentConfig", "PAPER_RECALL", "VisionCounter", "candidate_sets",
             "chain_validity", "comparison_error", "defender_win_share", "difficulty_table", "doc_image_of",
             "eval_sets", "evaluate_one_pass", "evaluate_one_shot", "format_wiki", "gold_ranks", "gold_win_rates",
-            "ground_crop", "grpo_tasks", "judge_view", "ladder_survival",
+            "ground_crop", "grpo_tasks", "item_schedule", "judge_view", "ladder_survival",
             "live_agreement", "load_candidate_results", "load_records", "load_results", "model_extractor",
-            "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "recall_curves", "role_survival",
-            "rounds_played", "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]
+            "model_grounder", "oracle_extractor", "oracle_teacher", "pipeline_for", "query_seed", "recall_curves",
+            "role_survival", "rounds_played", "scripted_records", "summarise_row", "tab5", "tab6", "transcript_text"]
 
 # Shared pieces the chapters use with MOLT, re-exported so that a chapter imports one package (issue #16);
 # their home stays where it is: the ladder transcript's parser (``kbvqa.parsers``), the toy views

@@ -41,7 +41,7 @@ from kbvqa.parsers import parse_candidate_number
 from kbvqa.prompts.formats import view_ref
 
 __all__ = ["ERRORS", "EvalItem", "MOLTExperimentConfig", "eval_sets", "evaluate_one_pass", "evaluate_one_shot",
-           "grpo_tasks", "noisy_comparator", "scripted_records"]
+           "grpo_tasks", "item_schedule", "noisy_comparator", "scripted_records"]
 
 ERRORS = (0.05, 0.1, 0.2, 0.3)   # scripted comparators' error per round the ground truth plays
 TEACHERS = ("oracle", "model")   # who writes the cold start's transcripts (kbvqa.molt.sft)
