@@ -39,3 +39,23 @@ def test_table_rows_and_the_smoke_column(tmp_path, monkeypatch):
     readme.write_text(f"a\n{chapter_times.START}\nold\n{chapter_times.END}\nb\n")
     chapter_times.update_readme(readme, rec, tmp_path / "none.json")
     assert readme.read_text().startswith("a\n<!-- chapters:start -->\nMeasured") and readme.read_text().endswith("\nb\n")
+
+
+def test_merge_replaces_the_remeasured_chapters_and_the_table_names_them():
+    record = {"chapters": [{"name": "00_toy_world", "seconds": 12.4, "passed": True},
+                           {"name": "26_molt_ladder", "seconds": 150.0, "passed": True}],
+              "provenance": {"cpus": 2, "date": "2026-11-25T07:00:00+00:00", "commit": "abcdef0123"}}
+    again = {"chapters": [{"name": "26_molt_ladder", "seconds": 92.0, "passed": True},
+                          {"name": "31_paper_vs_ours", "seconds": 8.0, "passed": True}],
+             "provenance": {"cpus": 2, "date": "2026-11-28T15:00:00+00:00", "commit": "1234567890",
+                            "load_average_before": [0.1, 0.2, 0.3], "load_average_after": [1.0, 0.9, 0.8]}}
+    merged = chapter_times.merge(record, again)
+    assert [(c["name"], c["seconds"]) for c in merged["chapters"]] == [
+        ("00_toy_world", 12.4), ("26_molt_ladder", 92.0), ("31_paper_vs_ours", 8.0)]
+    assert "remeasured" not in merged["chapters"][0] and merged["chapters"][1]["remeasured"]["commit"] == "1234567890"
+    assert merged["provenance"] == record["provenance"] and record["chapters"][1]["seconds"] == 150.0
+    table = chapter_times.readme_table(merged)
+    assert "Re-measured alone (2026-11-28, commit 1234567): 26 molt ladder, 31 paper vs ours." in table
+    assert "| 26 molt ladder | 92 |" in table and "commit abcdef0" in table
+    with pytest.raises(ValueError, match="measured on 2 CPUs, this run on 4"):
+        chapter_times.merge(record, {**again, "provenance": {**again["provenance"], "cpus": 4}})

@@ -3,7 +3,9 @@
 ``python -m tools.chapter_times --measure`` executes every chapter of the book in the cpu profile
 (a fresh kernel each, as the book build does; ``tools.nb_execute``) and writes
 ``data/benchmarks/chapters.json``: per chapter its wall time and whether it ran, with provenance
-(commit, date, machine, load average before and after, so a busy machine shows). ``--readme``
+(commit, date, machine, load average before and after, so a busy machine shows). ``--only NAME ...``
+re-executes the named chapters and replaces their rows, each marked with its own commit and date
+(``merge``; the README's table names them), so a change to a few chapters is re-timed in minutes. ``--readme``
 rewrites the README's table between ``<!-- chapters:start -->`` and ``<!-- chapters:end -->`` from
 that record and from the gpu profile's estimates (``kbvqa.models.gpu_budget.chapter_budget``: the
 checkpoints a chapter loads, their bf16 download and the chapter's peak memory), and from
@@ -50,8 +52,33 @@ def measure(notebooks=None) -> dict:
         "load_average_after": [round(x, 2) for x in os.getloadavg()]}}
 
 
+def merge(record: dict, remeasured: dict) -> dict:
+    """``record`` with the chapters of ``remeasured`` replaced (or appended), each carrying the commit,
+    date and load averages of its own measurement. ``ValueError`` when the two were measured on
+    machines with different CPU counts: a record mixes measurements of one kind of machine only."""
+    prov = remeasured["provenance"]
+    if prov["cpus"] != record["provenance"]["cpus"]:
+        raise ValueError(f"the record was measured on {record['provenance']['cpus']} CPUs, this run on "
+                         f"{prov['cpus']}: measure every chapter again (--measure without --only)")
+    stamp = {"commit": prov["commit"], "date": prov["date"],
+             "load_average": [prov["load_average_before"], prov["load_average_after"]]}
+    new = {c["name"]: {**c, "remeasured": stamp} for c in remeasured["chapters"]}
+    chapters = [new.pop(c["name"], c) for c in record["chapters"]] + list(new.values())
+    return {**record, "chapters": chapters}
+
+
 def _title(name: str) -> str:
     return name.split("_", 1)[0] + " " + name.split("_", 1)[1].replace("_", " ")
+
+
+def _remeasured_lines(record: dict) -> list[str]:
+    """One line per separate measurement (``merge``) naming its chapters, each followed by a blank line."""
+    groups: dict[str, list[str]] = {}
+    for c in record["chapters"]:
+        if "remeasured" in c:
+            when = f"{c['remeasured']['date'][:10]}, commit {c['remeasured']['commit'][:7]}"
+            groups.setdefault(when, []).append(_title(c["name"]))
+    return [line for when, names in groups.items() for line in (f"Re-measured alone ({when}): {', '.join(names)}.", "")]
 
 
 def readme_table(record: dict, smoke: dict | None = None) -> str:
@@ -65,6 +92,7 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
     lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
              "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
              "in bf16, retrieval models as the hub stores them; datasets not counted).", "",
+             *_remeasured_lines(record),
              f"| chapter | CPU, s | gpu-profile checkpoints | download, GB | peak GPU memory, GiB | {gpu_head} |",
              "|---|---|---|---|---|---|"]
     for c in record["chapters"]:
@@ -96,9 +124,23 @@ def update_readme(readme: Path = README, record_path: Path = RECORD, smoke_path:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--measure", action="store_true", help="execute every chapter, write the record")
+    parser.add_argument("--only", nargs="+", metavar="CHAPTER", default=None,
+                        help="with --measure: re-execute these chapters (notebook stems) and merge their rows")
     parser.add_argument("--readme", action="store_true", help="rewrite the README's table from the records")
     args = parser.parse_args(argv)
-    if args.measure:
+    if args.only and not args.measure:
+        parser.error("--only needs --measure")
+    if args.measure and args.only:
+        from tools.nb_execute import book_notebooks
+
+        known = {Path(p).stem: p for p in book_notebooks()}
+        unknown = sorted(set(args.only) - set(known))
+        if unknown:
+            parser.error(f"not chapters of the book: {unknown}")
+        record = merge(json.loads(RECORD.read_text()), measure([known[n] for n in args.only]))
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        print(json.dumps([c for c in record["chapters"] if c["name"] in args.only]))
+    elif args.measure:
         record = measure()
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
         print(json.dumps(record["chapters"]))
