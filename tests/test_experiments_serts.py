@@ -188,6 +188,12 @@ def test_a_setup_resumes_from_the_chunks_its_file_holds(tmp_path, world, monkeyp
     again = runner.run_setup("scripted", world, FakeAnswerer(), config, log=lambda *_: None, path=path)
     assert calls == [(1, 42), (1, 43)] and again == full and res.load_records("scripted", tmp_path) == full
     calls.clear()
+    more = runner.run_setup("scripted", world, FakeAnswerer(), replace(config, scripted_n=6, seeds=(42,)),
+                            log=lambda *_: None, path=path)
+    assert calls == [(2, 42)], "a larger n and fewer seeds: only the new chunk runs"
+    assert [r for r in more if r["chunk"] < 2] == [r for r in full if r["seed"] == 42]
+    assert {(r["chunk"], r["seed"]) for r in res.load_records("scripted", tmp_path)} == {(0, 42), (1, 42), (2, 42)}
+    calls.clear()
     runner.run_setup("scripted", world, FakeAnswerer(), replace(config, top_k=3), log=lambda *_: None, path=path)
     assert len(calls) == 4, "other settings: every chunk runs again"
 

@@ -29,7 +29,8 @@ def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS,
               path: Path | None = None) -> list[dict]:
     """All chunks and seeds of one setup (records in chunk, seed, method order). With ``path`` (its
     ``runs/<setup>.jsonl``) every finished (chunk, seed) is appended at once and a rerun of the same
-    setup, settings and model (the file's header) skips the ones already there: resumable."""
+    setup, settings and model (the file's header, but for the sizes ``RESUME_IGNORES``) skips the ones
+    already there: resumable, and a larger ``model_n`` or more seeds extend a run instead of restarting it."""
     questions = experiment_questions(world, setup, config)
     header = {"setup": setup, "config": asdict(config), "model": model_fingerprint(vlm),
               "methods": [m.name for m in methods]}
@@ -56,15 +57,28 @@ def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS,
     return records
 
 
+# settings that decide how many units a run has, not what a unit holds: chunk k is questions 8k .. 8k + 7
+# of the same held-out list whatever n is, and each (chunk, seed) seeds its own models
+RESUME_IGNORES = ("scripted_n", "model_n", "seeds")
+
+
+def _resume_key(header: dict) -> dict:
+    """``header`` without the sizes ``RESUME_IGNORES`` (JSON-normalised: tuples come back as lists)."""
+    key = json.loads(json.dumps(header))
+    key["config"] = {k: v for k, v in key.get("config", {}).items() if k not in RESUME_IGNORES}
+    return key
+
+
 def resumed_units(path: Path, header: dict, n_methods: int, sizes: dict[int, int]) -> dict[tuple, list[dict]]:
     """{(chunk, seed): records} of the units a previous run wrote to ``path`` in full (one record per
-    method and question of the chunk) under the same ``header``; {} for another header or no file. A
-    line cut by a killed run is ignored, and so is its unit."""
+    method and question of the chunk) under the same ``header`` but for its sizes (``_resume_key``);
+    {} for another header or no file. A line cut by a killed run is ignored, and so is its unit; so are
+    chunks and seeds this run does not have (``sizes``, ``header["config"]["seeds"]``)."""
     if not Path(path).exists():
         return {}
     lines = Path(path).read_text().splitlines()
     try:
-        if json.loads(lines[0])["header"] != json.loads(json.dumps(header)):    # tuples come back as lists
+        if _resume_key(json.loads(lines[0])["header"]) != _resume_key(header):
             return {}
     except (IndexError, ValueError, KeyError, TypeError):
         return {}
@@ -75,7 +89,9 @@ def resumed_units(path: Path, header: dict, n_methods: int, sizes: dict[int, int
         except ValueError:
             continue
         units.setdefault((r["chunk"], r["seed"]), []).append(r)
-    return {u: rs for u, rs in units.items() if u[0] in sizes and len(rs) == n_methods * sizes[u[0]]}
+    seeds = set(header["config"]["seeds"])
+    return {u: rs for u, rs in units.items()
+            if u[0] in sizes and u[1] in seeds and len(rs) == n_methods * sizes[u[0]]}
 
 
 def write_run(path: Path, header: dict, records: list[dict]) -> None:
