@@ -82,6 +82,15 @@ def test_chunk_records(world, chunk):
             assert 1 <= r["nodes"] <= m.sim and r["proposer_calls"] == r["nodes"]
             assert r["well_formed"] == r["nodes"] and r["score_parsed"] <= r["nodes"]
             assert set(bm25["docs"]) != set(r["docs"]) or r["recall"] == bm25["recall"]
+            detail = [r[k] for k in ("node_depth", "node_new_gold", "node_score", "node_rubric")]
+            assert all(len(d) == r["nodes"] for d in detail) and min(r["node_depth"]) == 1
+            assert all(0 <= g <= len(q.gold_doc_ids) for g in r["node_new_gold"])
+            assert all(0 <= x <= 5 for x in r["node_rubric"])
+            # a search that found a gold abstract beyond the root's can only end with more of them
+            if r["docs"] and not any(r["node_new_gold"]):
+                assert r["recall"] <= bm25["recall"] + 1e-9
+    # the scripted proposer's queries find gold abstracts the question misses
+    assert sum(g for q in qs for g in by[("serts_12", q.id)]["node_new_gold"]) > 0
     # the scripted search finds more of the gold abstracts than the question alone
     mean = lambda name: sum(by[(name, q.id)]["recall"] for q in qs) / len(qs)  # noqa: E731
     assert mean("serts_12") > mean("bm25")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from kbvqa.metrics.retrieval import retrieval_prf
 from kbvqa.metrics.rouge import rouge_n, rouge_su
-from kbvqa.models.pretrain_mc_lit import lit_question_split
+from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score
 from kbvqa.serts.evaluate import toy_literature_task
 from kbvqa.serts.oracle import noisy_reformulator, rubric_evaluator
 from kbvqa.serts.prompts import answer_prompt, vlm_generator
@@ -144,9 +144,24 @@ def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: 
                            proposer_calls=r.proposer_calls, evaluator_calls=r.evaluator_calls,
                            nodes=len(graded), stopped_early=r.stopped_early, best_score=r.best.score,
                            well_formed=sum(n.well_formed for n in graded),
-                           score_parsed=sum(n.score_parsed for n in graded))
+                           score_parsed=sum(n.score_parsed for n in graded),
+                           **node_diagnostics(world, q, r))
             records.append(_rounded(rec))
     return records
+
+
+def node_diagnostics(world, q, result) -> dict:
+    """Per graded node of one search, in creation order (what chapter 17 reads to say why a search
+    helps or not): ``node_depth``; ``node_new_gold``, the gold abstracts its own query D_i found that
+    the question's BM25 (the root) did not; ``node_score``, the evaluator's R_i (None: unparsed);
+    ``node_rubric``, the toy world's rubric grade of what was graded (``rubric_score``: the score a
+    perfect evaluator would give D_i u O_d^anc)."""
+    root, gold = set(result.root.docs), set(q.gold_doc_ids)
+    graded = result.nodes[1:]
+    return {"node_depth": [n.depth for n in graded],
+            "node_new_gold": [len((set(n.docs) & gold) - root) for n in graded],
+            "node_score": [n.score if n.score_parsed else None for n in graded],
+            "node_rubric": [rubric_score(world, q, n.context_docs) for n in graded]}
 
 
 def _rounded(rec: dict) -> dict:
