@@ -383,3 +383,16 @@ def test_the_rcts_rows_read_a_reasoners_contexts(tmp_path):
     assert spec_fingerprint(without, given, 0) == spec_fingerprint(without, plain, 0)
     with pytest.raises(ValueError, match="no reasoning context"):
         toy_setting(world, retrieval, limit=5, contexts=contexts)
+
+
+def test_the_contexts_command_writes_for_queries_under_out(tmp_path, monkeypatch):
+    """``rcts_contexts --for-queries N --out DIR`` builds DIR/kb_rcts.jsonl (a timing run must not
+    write into the committed results folder)."""
+    import kbvqa.experiments.rcts_contexts.run as runner
+
+    seen = {}
+    monkeypatch.setattr(runner, "build_for_queries", lambda n, out, **kw: seen.update(n=n, out=out, **kw) or out)
+    runner.main(["--for-queries", "3", "--out", str(tmp_path), "--set", "n_candidates=2"])
+    assert seen["n"] == 3 and seen["out"] == tmp_path / "kb_rcts.jsonl" and seen["n_candidates"] == 2
+    runner.main(["--for-queries", "1"])
+    assert seen["out"] == runner.RCTS_KB

@@ -136,7 +136,8 @@ def main(argv=None) -> None:
                              "candidates of the first N test questions, resumable")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=INT",
                         help="ReasoningContextConfig overrides for --for-queries, e.g. n_candidates=2")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR,
+                        help="the results folder (with --for-queries: the folder of kb_rcts.jsonl)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -147,7 +148,8 @@ def main(argv=None) -> None:
             if key not in ReasoningContextConfig.__dataclass_fields__ or not value.lstrip("-").isdigit():
                 parser.error(f"--set takes KEY=INT with KEY a ReasoningContextConfig field, got {item!r}")
             overrides[key] = int(value)
-        print(build_for_queries(args.for_queries, seed=args.seed, threads=args.threads, **overrides))
+        print(build_for_queries(args.for_queries, out=args.out / RCTS_KB.name, seed=args.seed, threads=args.threads,
+                                **overrides))
         return
     results = run(args.pairs, args.out, args.seed, args.threads)
     print(json.dumps({k: results[k] for k in ("build", "accuracy")}, indent=1))
