@@ -82,9 +82,12 @@ def test_chunk_records(world, chunk):
             assert 1 <= r["nodes"] <= m.sim and r["proposer_calls"] == r["nodes"]
             assert r["well_formed"] == r["nodes"] and r["score_parsed"] <= r["nodes"]
             assert set(bm25["docs"]) != set(r["docs"]) or r["recall"] == bm25["recall"]
-            detail = [r[k] for k in ("node_depth", "node_new_gold", "node_score", "node_rubric")]
+            detail = [r[k] for k in ("node_depth", "node_docs", "node_gold", "node_new_gold", "node_score",
+                                     "node_rubric")]
             assert all(len(d) == r["nodes"] for d in detail) and min(r["node_depth"]) == 1
-            assert all(0 <= g <= len(q.gold_doc_ids) for g in r["node_new_gold"])
+            for docs, found, new in zip(r["node_docs"], r["node_gold"], r["node_new_gold"]):
+                assert found == len(set(docs) & set(q.gold_doc_ids)) and 0 <= new <= found
+                assert new == len(set(docs) & set(q.gold_doc_ids) - set(bm25["docs"]))
             assert all(0 <= x <= 5 for x in r["node_rubric"])
             # a search that found a gold abstract beyond the root's can only end with more of them
             if r["docs"] and not any(r["node_new_gold"]):

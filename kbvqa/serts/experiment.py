@@ -145,21 +145,24 @@ def run_chunk(setup: str, world, vlm, questions, seed: int, chunk: int, config: 
                            nodes=len(graded), stopped_early=r.stopped_early, best_score=r.best.score,
                            well_formed=sum(n.well_formed for n in graded),
                            score_parsed=sum(n.score_parsed for n in graded),
-                           **node_diagnostics(world, q, r))
+                           **node_diagnostics(world, q, r, retrieve(q.question, config.top_k)))
             records.append(_rounded(rec))
     return records
 
 
-def node_diagnostics(world, q, result) -> dict:
+def node_diagnostics(world, q, result, question_docs) -> dict:
     """Per graded node of one search, in creation order (what chapter 17 reads to say why a search
-    helps or not): ``node_depth``; ``node_new_gold``, the gold abstracts its own query D_i found that
-    the question's BM25 (the root) did not; ``node_score``, the evaluator's R_i (None: unparsed);
+    helps or not): ``node_depth``; ``node_docs``, what its own query retrieved (D_i); ``node_gold``,
+    the gold abstracts among them; ``node_new_gold``, those the question's own BM25 top k
+    (``question_docs``, the BM25 row) missed; ``node_score``, the evaluator's R_i (None: unparsed);
     ``node_rubric``, the toy world's rubric grade of what was graded (``rubric_score``: the score a
     perfect evaluator would give D_i u O_d^anc)."""
-    root, gold = set(result.root.docs), set(q.gold_doc_ids)
+    gold, seen = set(q.gold_doc_ids), set(question_docs)
     graded = result.nodes[1:]
     return {"node_depth": [n.depth for n in graded],
-            "node_new_gold": [len((set(n.docs) & gold) - root) for n in graded],
+            "node_docs": [list(n.docs) for n in graded],
+            "node_gold": [len(set(n.docs) & gold) for n in graded],
+            "node_new_gold": [len((set(n.docs) & gold) - seen) for n in graded],
             "node_score": [n.score if n.score_parsed else None for n in graded],
             "node_rubric": [rubric_score(world, q, n.context_docs) for n in graded]}
 
