@@ -20,12 +20,13 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: wheel reader venv vendor chromium book test unit book-check nbmake lint benchmarks experiments tiny-model gpu-smoke clean help
+.PHONY: wheel reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments tiny-model gpu-smoke clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
 	@echo "make test   - unit tests, execute the book once with -W, check the built HTML (and in chromium, offline)"
 	@echo "make nbmake NB=notebooks/00_toy_world.ipynb - execute one notebook quickly"
+	@echo "make book-markup - build every page with -W without executing (prose, directives, references; ~1 min)"
 	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
 	@echo "make reader - train the cpu profile's reader (SmolLM2-135M + our vision tower; resumable, hours on 2 cores)"
@@ -81,6 +82,17 @@ chromium:
 book: $(STAMP) $(ASSETS_STAMP)
 	KBVQA_PROGRESS=0 $(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@test -f _build/html/index.html && echo "book: _build/html/index.html"
+
+# The markup alone, in about a minute: the same build with -W but nothing executed (notebooks render
+# without outputs), so prose, directives, exercises and cross-references are checked before the
+# half-hour `make book`. Its config is _config.yml with execution off (and the local extension's path
+# made absolute, since a config outside the root resolves relative paths from its own folder).
+book-markup: $(STAMP) $(ASSETS_STAMP)
+	@mkdir -p _build
+	sed -e 's/execute_notebooks: force/execute_notebooks: "off"/' \
+	    -e 's|: tools/book_assets|: $(CURDIR)/tools/book_assets|' _config.yml > _build/markup_config.yml
+	KBVQA_PROGRESS=0 $(VENV)/bin/jupyter-book build -W -n --keep-going --config _build/markup_config.yml \
+	    --path-output _build/markup .
 
 unit: $(STAMP)
 	@$(call run_pytest,tests -m "not book")
