@@ -236,3 +236,40 @@ def test_the_runner_can_run_a_subset_of_methods_and_seeds(tmp_path, monkeypatch)
     assert [r["method"] for r in rows] == ["bm25", "serts_12"] and all(r["seeds"] == [42] for r in rows)
     assert tuple(results["config"]["seeds"]) == (42,) and results["config"]["chunk"] == 2
     assert {r["method"] for r in res.load_records("scripted", tmp_path)} == {"bm25", "serts_12"}
+
+
+def test_rank_correlation_is_spearman_with_average_ranks():
+    from kbvqa.serts.analysis import rank_correlation
+
+    assert rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ties: ranks (1.5, 1.5, 3, 4) against (1, 2, 3, 4) -> Pearson of the ranks
+    assert rank_correlation([5, 5, 6, 7], [1, 2, 3, 4]) == pytest.approx(0.9486833, abs=1e-6)
+    assert rank_correlation([3, 3, 3], [1, 2, 3]) is None and rank_correlation([1], [2]) is None
+    with pytest.raises(ValueError, match="one length"):
+        rank_correlation([1, 2], [1])
+
+
+def test_search_diagnostics_read_the_node_fields():
+    from kbvqa.serts.analysis import search_diagnostics
+
+    def rec(method, qid, recall, new=None, score=None, rubric=None):
+        r = {"method": method, "id": qid, "seed": 42, "recall": recall}
+        if new is not None:
+            r.update(node_new_gold=new, node_score=score, node_rubric=rubric)
+        return r
+
+    records = [rec("bm25", "a", 0.5), rec("bm25", "b", 0.0),
+               rec("serts_12", "a", 1.0, [0, 1, 0], [2, 5, None], [1, 4, 2]),
+               rec("serts_12", "b", 0.0, [0, 0], [3, 3], [0, 0]),
+               rec("reflection_12", "a", 0.5, [0], [3], [3])]
+    out = search_diagnostics(records)
+    assert set(out) == {"serts_12", "reflection_12"}
+    s = out["serts_12"]
+    assert s["questions"] == 2 and s["nodes"] == 5 and s["parsed_grades"] == 4
+    assert s["nodes_with_new_gold"] == pytest.approx(0.2) and s["questions_with_new_gold"] == 0.5
+    assert s["recall_gain"] == pytest.approx(0.25) and s["distinct_grades_per_question"] == 1.5
+    assert s["grade_equals_rubric"] == 0.0 and s["grade_rubric_rho"] == pytest.approx(1 / 3)   # ranks by hand
+    assert out["reflection_12"]["grade_rubric_rho"] is None and out["reflection_12"]["recall_gain"] == 0.0
+    with pytest.raises(ValueError, match="different lengths"):
+        search_diagnostics([rec("serts_12", "a", 1.0, [0, 1], [2], [1, 4])])
