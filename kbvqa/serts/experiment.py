@@ -20,8 +20,9 @@ In both setups the answer (Tab. 10 prompt) is written by that model with greedy 
 per (question, abstracts), so the answer differs between methods only when the abstracts do; ROUGE-2
 and ROUGE-SU4 (recall and F) are against the ideal answers. Questions run in chunks of ``chunk``
 (4); ``run_chunk`` gives every (method, seed, chunk) fresh models seeded by ``seed * 1000 + chunk``,
-so chapter 17 can rerun chunk 0 live and get the committed records back. ``ExperimentConfig`` holds
-every setting.
+so chapter 17 can rerun chunk 0 live and get the committed records back. A searching method's record
+also keeps, per graded node, what its query found and how it was graded (``node_diagnostics``; read by
+``kbvqa.serts.analysis``). ``ExperimentConfig`` holds every setting.
 
 Leaves out: running every chunk and writing ``data/experiments/serts/``
 (``python -m kbvqa.experiments.serts_experiment``), tables and figures (``kbvqa.serts.results``,

@@ -57,8 +57,8 @@ def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS,
     return records
 
 
-# settings that decide how many units a run has, not what a unit holds: chunk k is questions 8k .. 8k + 7
-# of the same held-out list whatever n is, and each (chunk, seed) seeds its own models
+# settings that decide how many units a run has, not what a unit holds: chunk k is the same questions of the
+# held-out list (k * chunk onwards) whatever n is, and each (chunk, seed) seeds its own models
 RESUME_IGNORES = ("scripted_n", "model_n", "seeds")
 
 
