@@ -238,6 +238,34 @@ def test_the_runner_can_run_a_subset_of_methods_and_seeds(tmp_path, monkeypatch)
     assert {r["method"] for r in res.load_records("scripted", tmp_path)} == {"bm25", "serts_12"}
 
 
+def test_a_call_for_one_setup_summarises_the_others_made_by_the_same_model(tmp_path, monkeypatch):
+    """The setups run with their own seeds and chunks (scripted: three seeds; the reader's model setup:
+    one seed, chunks of 8), one call each; the summary holds every setup the same model made."""
+    import json
+
+    import kbvqa.experiments.serts_experiment.run as runner
+
+    monkeypatch.setattr(runner, "load_vlm", lambda role, **kw: FakeAnswerer())
+    runner.main(["--setups", "scripted", "--scripted-n", "2", "--chunk", "2", "--seeds", "42", "43",
+                 "--methods", "bm25", "--out", str(tmp_path)])
+    results = runner.main(["--setups", "model", "--model-n", "2", "--chunk", "2", "--seeds", "42",
+                           "--methods", "bm25", "serts_12", "--out", str(tmp_path)])
+    assert set(results["setups"]) == {"scripted", "model"}
+    assert results["setups"]["scripted"]["rows"][0]["seeds"] == [42, 43]
+    assert results["setups"]["model"]["rows"][0]["seeds"] == [42]
+    configs = results["provenance"]["setup_configs"]
+    assert configs["scripted"]["seeds"] == [42, 43] and list(configs["model"]["seeds"]) == [42]
+    assert set(results["provenance"]["setup_seconds"]) == {"model"}
+    path = tmp_path / "runs" / "scripted.jsonl"           # another model made the scripted records
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["header"]["model"] = "reader:0000000000000000"
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    again = runner.main(["--setups", "model", "--model-n", "2", "--chunk", "2", "--seeds", "42",
+                         "--methods", "bm25", "serts_12", "--out", str(tmp_path)])
+    assert set(again["setups"]) == {"model"}
+
+
 def test_rank_correlation_is_spearman_with_average_ranks():
     from kbvqa.serts.analysis import rank_correlation
 

@@ -3,7 +3,9 @@
 The runner of ``python -m kbvqa.experiments.serts_experiment``: ``run_setup`` plays every chunk and
 seed of one setup, appending each to its ``runs/<setup>.jsonl`` as it finishes, and a rerun resumes
 from the ones there (``resumed_units``: same setup, settings and model); ``main`` parses the command
-line, runs the setups and writes the summary with its provenance (``setup_seconds``: this run's).
+line, runs the setups and writes the summary with its provenance (``setup_seconds``: this run's). A
+setup another call ran (with its own seeds and chunks: ``setup_configs``) joins the summary when the
+same model made its records (``read_setup_run``), so each setup can run with the settings it needs.
 
 Leaves out: what the experiment is, its setups and folder (this package's ``__init__``), the
 methods, models and per-chunk records (``kbvqa.serts.experiment``), tables (``kbvqa.serts.results``).
@@ -94,6 +96,16 @@ def resumed_units(path: Path, header: dict, n_methods: int, sizes: dict[int, int
             if u[0] in sizes and u[1] in seeds and len(rs) == n_methods * sizes[u[0]]}
 
 
+def read_setup_run(path: Path) -> tuple[dict | None, list[dict]]:
+    """(header, records) of a ``runs/<setup>.jsonl`` file; (None, []) when there is none or it is empty."""
+    if not Path(path).exists():
+        return None, []
+    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    if not lines or "header" not in lines[0]:
+        return None, []
+    return lines[0]["header"], lines[1:]
+
+
 def write_run(path: Path, header: dict, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
@@ -123,13 +135,19 @@ def main(argv=None) -> dict:
                      chunk=args.chunk)
     methods = tuple(m for m in METHODS if m.name in args.methods)
     world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
-    t0, runs, times = time.perf_counter(), {}, {}
+    t0, runs, times, configs = time.perf_counter(), {}, {}, {}
     for setup in args.setups:
         t = time.perf_counter()
         runs[setup] = run_setup(setup, world, vlm, config, methods, path=args.out / "runs" / f"{setup}.jsonl")
-        times[setup] = round(time.perf_counter() - t, 1)
+        times[setup], configs[setup] = round(time.perf_counter() - t, 1), asdict(config)
+    for setup in (s for s in SETUPS if s not in runs):   # another call's setup (its own seeds and chunks),
+        header, records = read_setup_run(args.out / "runs" / f"{setup}.jsonl")   # if the same model made it
+        if records and header.get("model") == model_fingerprint(vlm):
+            runs[setup], configs[setup] = records, header["config"]
+        elif records:
+            print(f"{setup}: its records were made by {header.get('model')}, not this model; left out")
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
-                      setup_seconds=times,
+                      setup_seconds=times, setup_configs=configs,
                       command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
     results = summarise(runs, config=asdict(config), provenance=prov)
     write_results(results, args.out)
