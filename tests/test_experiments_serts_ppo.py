@@ -1,7 +1,7 @@
 """The SeRTS PPO experiment (``kbvqa.experiments.serts_ppo``): settings, stages, resume and summary.
 
-The stages run on the tiny model (the ``searcher`` role in tests) with a few questions, so each test
-takes seconds; what is checked is the bookkeeping, not an effect.
+The stages run on the tiny model (the ``searcher`` role is moved off the reader for these tests) with a
+few questions, so each test takes seconds; what is checked is the bookkeeping, not an effect.
 """
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ from kbvqa.experiments.serts_ppo import run as ppo_run
 from kbvqa.experiments.serts_ppo.run import PPORunConfig, recall_at, run_experiment, summarise
 from kbvqa.experiments.work import WorkFolder
 from kbvqa.models.pretrain_mc_lit import bm25_search, lit_question_split
+
+@pytest.fixture(autouse=True)
+def searcher_on_the_tiny_model(monkeypatch):
+    import kbvqa.config as kbvqa_config
+
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES - {"searcher"})
+
 
 SMALL = dict(n_train=3, sim=2, chunk=2, n_test=4, n_samples=2, epochs=1, batch_size=2, mini_batch_size=1,
              checkpoint_every=1)
@@ -55,7 +62,8 @@ def test_the_run_scores_every_row_and_a_rerun_reads_every_stage_back(tmp_path, m
     test_ids = [q.id for q in lit_question_split(world)[1][:4]]
     assert set(first["records"]) == {"base", "ppo_evaluator", "ppo_rubric"}
     assert all([r["id"] for r in recs] == test_ids for recs in first["records"].values())
-    assert first["trajectories"]["n"] > 0
+    assert first["trajectories"]["n"] > 0 == len(first["trajectory_records"]) - first["trajectories"]["n"]
+    assert set(first["trajectory_records"][0]) == {"question_id", "depth", "evaluator", "rubric", "recall", "well_formed"}
     assert len(first["steps"]["ppo_rubric"]) == -(-first["trajectories"]["n"] // 2)    # one epoch, batches of 2
     train_ids = {q.id for q in lit_question_split(world)[0]}
     kept = WorkFolder(tmp_path, "run").data("trajectories")["done"]

@@ -58,7 +58,7 @@ class PPORunConfig:
     max_new_tokens: int = 96      # per proposer / evaluator call: the reader's rationale + query is ~50
                                   # tokens, and chapter 17's 48 cut 42 % of its root proposals (measured)
     rewards: tuple = REWARDS      # which PPO runs to make
-    epochs: int = 2               # passes over the trajectories
+    epochs: int = 1               # passes over the trajectories (App. C.4: one epoch)
     learning_rate: float = 2e-4   # App. C.4: 1.41e-5 for a 7B model; LoRA on 135M parameters needs ~1e-4+
     batch_size: int = 8           # trajectories per ppo_step (App. C.4)
     mini_batch_size: int = 4      # trajectories per gradient step (App. C.4: 1; 4 halves the CPU time)
@@ -265,8 +265,10 @@ def run_experiment(config: PPORunConfig, work: WorkFolder | None = None, log=pri
         if work is not None:
             work.save_rows(name, rows[name])
         log(f"{name}: greedy recall {np.mean([r['greedy_recall'] for r in rows[name]]):.3f}")
+    kept = ("question_id", "depth", "evaluator", "rubric", "recall", "well_formed")   # no prompts: they stay in work
     return {"trajectories": trajectory_summary(trajectories), "steps": steps, "rows": summarise(rows),
-            "records": rows, "collect_seconds": round(seconds, 1)}
+            "records": rows, "trajectory_records": [{k: t[k] for k in kept} for t in trajectories],
+            "collect_seconds": round(seconds, 1)}
 
 
 def main(argv=None) -> dict:
