@@ -120,7 +120,7 @@ benchmarks: $(STAMP)
 # 17's SeRTS tables ~13 min; chapter 24's ReAG ladder ~12 min; chapter 25's candidate recall ~40 s;
 # chapters 27-28's MOLT training ~13 min; chapter 30's pipeline ablation ~12 min (reads the ladder's
 # evidence.json, so it runs after reag_ladder).
-EXPERIMENTS ?= kbvqa.experiments.rcts_contexts kbvqa.experiments.rcts_toy kbvqa.experiments.serts_experiment \
+EXPERIMENTS ?= kbvqa.experiments.rcts_contexts kbvqa.experiments.rcts_toy kbvqa.experiments.serts_experiment kbvqa.experiments.serts_ppo \
 	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \
 	kbvqa.experiments.pipeline_ablation
 # ... then chapter 31's data/experiments/effects.json from the tables they wrote.

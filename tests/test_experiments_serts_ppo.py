@@ -10,9 +10,12 @@ import torch
 
 from kbvqa.data import get_world
 from kbvqa.experiments.serts_ppo import run as ppo_run
-from kbvqa.experiments.serts_ppo.run import PPORunConfig, recall_at, run_experiment, summarise
+from kbvqa.experiments.serts_ppo.run import run_experiment
 from kbvqa.experiments.work import WorkFolder
 from kbvqa.models.pretrain_mc_lit import bm25_search, lit_question_split
+from kbvqa.serts import ppo_experiment as stages
+from kbvqa.serts.ppo_experiment import PPORunConfig, recall_at, summarise
+
 
 @pytest.fixture(autouse=True)
 def searcher_on_the_tiny_model(monkeypatch):
@@ -71,8 +74,8 @@ def test_the_run_scores_every_row_and_a_rerun_reads_every_stage_back(tmp_path, m
 
     def never(*_a, **_k):
         raise AssertionError("a finished stage was redone")
-    monkeypatch.setattr(ppo_run, "collect", never)
-    monkeypatch.setattr(ppo_run, "ppo_step", never)
+    monkeypatch.setattr(stages, "collect", never)
+    monkeypatch.setattr(stages, "ppo_step", never)
     monkeypatch.setattr(ppo_run, "root_queries", never)
     again = run_experiment(config, WorkFolder(tmp_path, "run"), log=lambda *_: None)
     assert again["rows"] == first["rows"] and again["steps"] == first["steps"]
@@ -81,21 +84,21 @@ def test_the_run_scores_every_row_and_a_rerun_reads_every_stage_back(tmp_path, m
 def test_ppo_interrupted_at_a_checkpoint_ends_with_the_uninterrupted_weights(tmp_path, session_ends_at_checkpoint):
     config = PPORunConfig(**{**SMALL, "rewards": ("rubric",)})
     world = get_world(0)
-    vlm = ppo_run.load_vlm("searcher")
-    trajectories = [t for nodes in ppo_run.collect(world, vlm, lit_question_split(world)[0][:3], config) for t in nodes]
+    vlm = stages.load_vlm("searcher")
+    trajectories = [t for nodes in stages.collect(world, vlm, lit_question_split(world)[0][:3], config) for t in nodes]
     assert len(trajectories) >= 3, "the test needs at least two PPO steps"
     work = WorkFolder(tmp_path, "cut")
     with pytest.raises(KeyboardInterrupt):
-        ppo_run.train_ppo(trajectories, "rubric", config, work, log=lambda *_: None)
+        stages.train_ppo(trajectories, "rubric", config, work, log=lambda *_: None)
     assert len(work.checkpoint("ppo_rubric")["steps"]) == 1
     session_ends_at_checkpoint()
-    resumed, resumed_steps = ppo_run.train_ppo(trajectories, "rubric", config, work, log=lambda *_: None)
-    whole, whole_steps = ppo_run.train_ppo(trajectories, "rubric", config, None, log=lambda *_: None)
+    resumed, resumed_steps = stages.train_ppo(trajectories, "rubric", config, work, log=lambda *_: None)
+    whole, whole_steps = stages.train_ppo(trajectories, "rubric", config, None, log=lambda *_: None)
     assert [s["loss"] for s in resumed_steps] == pytest.approx([s["loss"] for s in whole_steps])
-    a, b = ppo_run._adapter_state(resumed), ppo_run._adapter_state(whole)
+    a, b = stages._adapter_state(resumed), stages._adapter_state(whole)
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert work.checkpoint("ppo_rubric") is None and work.has_model("ppo_rubric")
     with pytest.raises(ValueError):
-        ppo_run.train_ppo(trajectories, "gold", config)
+        stages.train_ppo(trajectories, "gold", config)
     with pytest.raises(ValueError):
-        ppo_run.train_ppo([], "rubric", config)
+        stages.train_ppo([], "rubric", config)

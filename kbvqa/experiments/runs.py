@@ -127,7 +127,8 @@ def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str,
 # shows it), e.g. every table of a role just moved onto the reader (``CPU_READER_ROLES``). Each part has
 # roles of its own, so that parts move one at a time.
 TABLE_ROLES = {"rcts/results.json": ("generator", "reasoner"), "rcts_contexts/results.json": ("reasoner",),
-               "serts/results.json": ("searcher",), "reag/results.json": ("rl_policy", "critic", "reag_generator"),
+               "serts/results.json": ("searcher",), "serts_ppo/results.json": ("searcher",),
+               "reag/results.json": ("rl_policy", "critic", "reag_generator"),
                "molt/results.json": ("judge",),
                "pipeline/results.json": ("reag_generator", "critic")}   # the critic's scores: ReAG's evidence.json
 

@@ -10,14 +10,16 @@ greedy and sampled, paired bootstrap intervals). Each stage is kept in a work fo
 (``--work``; ``kbvqa.experiments.work``), so an interrupted run resumes.
 
 Output: ``data/experiments/serts_ppo/results.json`` (per-question records, row summaries, PPO step
-statistics, the trajectories' reward summary, provenance). ``run.py`` holds the stages
-(``collect``, ``train_ppo``, ``root_queries``, ``summarise``, ``run_experiment``, ``main``).
+statistics, the trajectories' reward summary, provenance). The stages are
+``kbvqa.serts.ppo_experiment``'s (``collect``, ``train_ppo``, ``root_queries``, ``summarise``);
+``run.py`` plays them (``run_experiment``, ``main``).
 
 Leaves out: the search and its records (``kbvqa.experiments.serts_experiment``), a full Tab. 5 rerun of
 the search with the tuned proposer (hours of CPU on the reader), the evaluator's PPO (chapter 18, live).
 """
 from __future__ import annotations
 
-from kbvqa.experiments.serts_ppo.run import RESULTS_DIR, REWARDS, PPORunConfig, run_experiment, summarise
+from kbvqa.experiments.serts_ppo.run import run_experiment
+from kbvqa.serts.ppo_experiment import RESULTS_DIR, REWARDS, PPORunConfig, summarise
 
 __all__ = ["REWARDS", "RESULTS_DIR", "PPORunConfig", "run_experiment", "summarise"]
