@@ -169,10 +169,14 @@ def test_committed_results():
         pytest.skip("no committed SeRTS results")
     out = res.load_results()
     assert set(out["setups"]) == set(ex.SETUPS) and out["provenance"]["git_commit"]
-    for block in out["setups"].values():
+    configs = out["provenance"]["setup_configs"]        # each setup with its own methods and seeds
+    for setup, block in out["setups"].items():
         rows = {r["method"]: r for r in block["rows"]}
-        assert set(rows) == {m.name for m in res.METHODS} and all(r["seeds"] == [42, 43, 44] for r in rows.values())
+        assert {"bm25", "ground_truth", "serts_12", "reflection_12"} <= set(rows) <= {m.name for m in res.METHODS}
+        assert all(r["seeds"] == list(configs[setup]["seeds"]) for r in rows.values())
         assert rows["ground_truth"]["recall"][0] == 1.0
+    assert {r["method"] for r in out["setups"]["scripted"]["rows"]} == {m.name for m in res.METHODS}
+    assert list(configs["scripted"]["seeds"]) == [42, 43, 44]     # the paper's three seeds
     scripted = {r["method"]: r for r in out["setups"]["scripted"]["rows"]}
     assert scripted["serts_12"]["recall"][0] > scripted["bm25"]["recall"][0] + 0.2   # the mechanism works
     records = res.load_records("scripted")
