@@ -5,7 +5,7 @@ seed of one setup, appending each to its ``runs/<setup>.jsonl`` as it finishes, 
 from the ones there (``resumed_units``: same setup, settings and model); ``main`` parses the command
 line, runs the setups and writes the summary with its provenance (``setup_seconds``: this run's). A
 setup another call ran (with its own seeds and chunks: ``setup_configs``) joins the summary when the
-same model made its records (``read_setup_run``), so each setup can run with the settings it needs.
+same model made its records (``kbvqa.serts.results.read_run``), so each setup can run with the settings it needs.
 
 Leaves out: what the experiment is, its setups and folder (this package's ``__init__``), the
 methods, models and per-chunk records (``kbvqa.serts.experiment``), tables (``kbvqa.serts.results``).
@@ -24,7 +24,7 @@ from kbvqa.data.toyworld import get_world
 from kbvqa.experiments.runs import model_fingerprint, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
-from kbvqa.serts.results import METHODS, RESULTS_DIR, print_tables, summarise, write_results
+from kbvqa.serts.results import METHODS, RESULTS_DIR, print_tables, read_run, summarise, write_results
 
 
 def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS, log=print,
@@ -96,16 +96,6 @@ def resumed_units(path: Path, header: dict, n_methods: int, sizes: dict[int, int
             if u[0] in sizes and u[1] in seeds and len(rs) == n_methods * sizes[u[0]]}
 
 
-def read_setup_run(path: Path) -> tuple[dict | None, list[dict]]:
-    """(header, records) of a ``runs/<setup>.jsonl`` file; (None, []) when there is none or it is empty."""
-    if not Path(path).exists():
-        return None, []
-    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
-    if not lines or "header" not in lines[0]:
-        return None, []
-    return lines[0]["header"], lines[1:]
-
-
 def write_run(path: Path, header: dict, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
@@ -141,7 +131,8 @@ def main(argv=None) -> dict:
         runs[setup] = run_setup(setup, world, vlm, config, methods, path=args.out / "runs" / f"{setup}.jsonl")
         times[setup], configs[setup] = round(time.perf_counter() - t, 1), asdict(config)
     for setup in (s for s in SETUPS if s not in runs):   # another call's setup (its own seeds and chunks),
-        header, records = read_setup_run(args.out / "runs" / f"{setup}.jsonl")   # if the same model made it
+        path = args.out / "runs" / f"{setup}.jsonl"                                # if the same model made it
+        header, records = read_run(path) if path.exists() else ({}, [])
         if records and header.get("model") == model_fingerprint(vlm):
             runs[setup], configs[setup] = records, header["config"]
         elif records:
