@@ -55,3 +55,15 @@ def test_same_model_compares_what_made_the_committed_run():
     assert same_model(reader, {"model": "reader:0123abcd"}) and not same_model(hub, {"model": "reader:0123abcd"})
     tiny = model_fingerprint(None)
     assert tiny.startswith("tiny_vlm:") and same_model(None, {"model": tiny}) and not same_model(None, {})
+
+
+def test_git_commit_outside_a_checkout_reads_kbvqa_commit(tmp_path, monkeypatch):
+    """A long run imports a ``git archive`` snapshot (no .git): its provenance names the commit the
+    snapshot was made from when ``KBVQA_COMMIT`` says it, else "unknown"."""
+    from kbvqa.experiments import runs
+
+    monkeypatch.setattr(runs, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv("KBVQA_COMMIT", raising=False)
+    assert runs.git_commit() == "unknown"
+    monkeypatch.setenv("KBVQA_COMMIT", "0123abc")
+    assert runs.git_commit(("data",)) == "0123abc"

@@ -20,6 +20,7 @@ import csv
 import datetime
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -67,15 +68,18 @@ def resumed_run(path, fingerprint: str, ids: list[str], fresh: bool = False):
 
 
 def git_commit(dirty_paths=()) -> str:
-    """HEAD's commit ("unknown" outside a git checkout), with ``-dirty`` when one of ``dirty_paths``
-    (paths relative to the repository) has uncommitted changes."""
+    """HEAD's commit, with ``-dirty`` when one of ``dirty_paths`` (paths relative to the repository)
+    has uncommitted changes; outside a git checkout (a ``git archive`` snapshot a long run imports,
+    a copied tree) the ``KBVQA_COMMIT`` environment variable, else "unknown"."""
     def git(*args):
         return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20).stdout.strip()
+    outside = os.environ.get("KBVQA_COMMIT") or "unknown"
     try:
-        dirty = git("status", "--porcelain", "--", *dirty_paths) if dirty_paths else ""
-        return (git("rev-parse", "HEAD") or "unknown") + ("-dirty" if dirty else "")
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--", *dirty_paths) if head and dirty_paths else ""
+        return head + ("-dirty" if dirty else "") if head else outside
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return outside
 
 
 def model_fingerprint(vlm=None) -> str:
