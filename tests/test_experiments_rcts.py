@@ -254,3 +254,10 @@ def test_scienceqa_rows_on_the_offline_samples():
     assert set(records) == {"vanilla_rag", "rcts"} and all(len(r) == 2 for r in records.values())
     assert all(len(r["examples"]) == 3 for r in records["vanilla_rag"])
     assert all(r["id"] not in r["examples"] for r in records["vanilla_rag"])   # the KB is another split
+
+
+def test_rcts_toy_rows_outside_the_groups_raise_before_any_model_loads():
+    from kbvqa.experiments.rcts_toy.run import main
+
+    with pytest.raises(ValueError, match="not among the runs"):
+        main(["--groups", "main", "--rows", "zero_shot", "oracle"])

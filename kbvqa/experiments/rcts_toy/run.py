@@ -59,6 +59,9 @@ def main(argv=None) -> dict:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", nargs="+", default=["all"],
                         help="main ablation alpha rollouts diagnostics, or all (default)")
+    parser.add_argument("--rows", nargs="+", default=None,
+                        help="run only these of the groups' runs (e.g. zero_shot vanilla_rag: the cheap rows on "
+                             "a large --limit, RCTS on a smaller one); the tables read every run in --out")
     parser.add_argument("--limit", type=int, default=None, help="first n test questions (default: all 320)")
     parser.add_argument("--sweep-limit", type=int, default=20,
                         help="questions of the alpha/rollout sweeps (no early stop: ~20 s per question each)")
@@ -71,6 +74,12 @@ def main(argv=None) -> dict:
                         help="a reasoner's KB (rcts_contexts --for-queries: kb_rcts.jsonl) whose contexts the "
                              "with-context rows show (RCTS §3.2); default: the toy worked solutions")
     args = parser.parse_args(argv)
+    runs = runs_of(args.groups)
+    if args.rows is not None:
+        unknown = sorted(set(args.rows) - set(runs))
+        if unknown:
+            raise ValueError(f"--rows {unknown} not among the runs of --groups {args.groups}: {runs}")
+        runs = [r for r in runs if r in args.rows]
     import torch
 
     torch.set_num_threads(args.threads)
@@ -83,7 +92,6 @@ def main(argv=None) -> dict:
     made_contexts = reasoning_kb_meta(args.contexts) if args.contexts else {}
     roles = {"generator": model_fingerprint(vlm), **({"reasoner": made_contexts.get("model", "unknown")}
                                                      if contexts else {})}
-    runs = runs_of(args.groups)
     for name in runs:
         limit = args.sweep_limit if ROWS[name].sweep else args.limit
         run_to_file(name, toy_setting(world, retrieval, limit, contexts=contexts), vlm, args.out, args.seed, args.fresh)
