@@ -221,6 +221,21 @@ def test_summary_tables_and_live_agreement(tmp_path):
         live_agreement([{"id": "unknown", "correct": True, "pred": "A"}], committed)
 
 
+def test_main_rows_keep_their_own_n_and_differences_pair_over_shared_questions(tmp_path):
+    import dataclasses
+
+    big, vlm = small_setting(4), FakeVLM()
+    small = dataclasses.replace(big, queries=big.queries[:2])
+    for name in ("zero_shot", "vanilla_rag"):
+        run_to_file(name, big, vlm, tmp_path, seed=0, progress=False)
+    run_to_file("rcts", small, vlm, tmp_path, seed=0, progress=False)
+    results = summarise(tmp_path)
+    main = {r["row"]: r["n"] for r in results["tables"]["main"]}
+    assert main == {"zero_shot": 4, "vanilla_rag": 4, "rcts": 2}
+    assert results["paired"]["vanilla_rag - zero_shot"]["n"] == 4
+    assert results["paired"]["rcts - vanilla_rag"]["n"] == 2 == results["rcts_minus_vanilla_rag"]["n"]
+
+
 def test_real_data_rows_and_figures(tmp_path):
     import matplotlib
     matplotlib.use("Agg")

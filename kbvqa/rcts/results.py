@@ -5,10 +5,13 @@
 number (``kbvqa.rcts.paper.paper_rows``: Tab. 2 ScienceQA / Qwen2-VL-2B for ``main``, Tab. 4 and Tab. 5
 ScienceQA / Qwen2-VL-7B for ``ablation`` and ``alpha``; Fig. 5b has no printed values), model
 calls and completions per question (a baseline's batched call is shared by its questions, so it
-counts fractionally), seconds per question and the early-stop rate. All rows of a
-group are computed on the questions every run of the group answered, so they compare pairwise.
-It adds the paired bootstrap of RCTS minus Vanilla-RAG and the reward diagnostics (do rewards
-separate correct from wrong branches?), writes ``results.json`` and ``results.csv`` and returns the
+counts fractionally), seconds per question and the early-stop rate. Every run answers the first n
+test questions, and a row of ``main`` or ``ablation`` keeps all of its run's (the cheap baselines
+can run on more questions than RCTS: its n is in the row); the sweep groups are computed on the
+questions all their runs answered. Differences are paired over the questions both rows answered:
+``paired`` holds the bootstrap of Vanilla-RAG minus zero-shot and of RCTS minus Vanilla-RAG (also
+kept as ``rcts_minus_vanilla_rag``), beside the reward diagnostics (do rewards separate correct from
+wrong branches?). It writes ``results.json`` and ``results.csv`` and returns the
 dict; ``load_results`` reads it back (the committed toy run lives in ``RESULTS_DIR``),
 ``group_table`` gives plain rows for a DataFrame, ``live_agreement`` compares a live rerun with the
 committed records of the same questions, and ``accuracy_table`` puts live records (ScienceQA:
@@ -31,6 +34,7 @@ from kbvqa.rcts.mcts_hr import RCTSConfig
 from kbvqa.rcts.paper import PAPER_KEY, paper_rows
 from kbvqa.rcts.runs import GROUPS, ROWS, answer_after
 
+PAIRED = (("vanilla_rag", "zero_shot"), ("rcts", "vanilla_rag"))   # RCTS Tab. 2's two headline steps
 RESULTS_DIR = DATA_DIR / "experiments" / "rcts"     # the committed toy run (python -m kbvqa.experiments.rcts_toy)
 PAPER_SOURCE = {"main": "Tab. 2, ScienceQA, Qwen2-VL-2B", "ablation": "Tab. 4, ScienceQA, Qwen2-VL-7B",
                 "alpha": "Tab. 5, ScienceQA, Qwen2-VL-7B", "rollouts": "Fig. 5b (values not printed)",
@@ -68,9 +72,10 @@ def _group(group: str, runs: dict[str, list[dict]]) -> list[dict]:
     if not present:
         return []
     common = set.intersection(*({r["id"] for r in runs[run]} for run in present.values()))
+    own_n = group in ("main", "ablation")     # each row on all its run's questions (first-n prefixes)
     rows = []
     for row, run in present.items():
-        records = sorted((r for r in runs[run] if r["id"] in common), key=lambda r: r["id"])
+        records = sorted((r for r in runs[run] if own_n or r["id"] in common), key=lambda r: r["id"])
         if group == "rollouts":
             p = int(row.split("=")[1])
             cfg = RCTSConfig(**dict(ROWS[run].rcts))     # the run's backup and final-choice rules
@@ -114,6 +119,7 @@ def summarise(out, limits: dict | None = None, provenance: dict | None = None,
     results = {"paper_key": PAPER_KEY, "paper_source": PAPER_SOURCE, "limits": limits or {},
                "provenance": provenance or {}, "tables": tables,
                "rcts_minus_vanilla_rag": _paired(runs, "rcts", "vanilla_rag"),
+               "paired": {f"{a} - {b}": _paired(runs, a, b) for a, b in PAIRED},
                "reward_diagnostics": reward_diagnostics(runs), "retrieval": diagnostics or {},
                # seconds spent on each run's records, over every (resumed) invocation
                "compute_seconds": {name: round(sum(r["seconds"] for r in recs), 1) for name, recs in runs.items()}}
