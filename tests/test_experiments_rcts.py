@@ -236,6 +236,34 @@ def test_main_rows_keep_their_own_n_and_differences_pair_over_shared_questions(t
     assert results["paired"]["rcts - vanilla_rag"]["n"] == 2 == results["rcts_minus_vanilla_rag"]["n"]
 
 
+@pytest.mark.parametrize("response, expected", [
+    ("The answer is C.\nBECAUSE: Look. So the answer is by Hiding  in burrows.", "by hiding in burrows"),
+    ("so the answer is x. Then so the answer is 3.5 m", "3.5 m"),      # the last one; a decimal point stays
+    ("The answer is B.", ""), ("", ""), (None, ""), ("So the answer is", "")])
+def test_named_answer_reads_the_rationale_s_last_answer_text(response, expected):
+    from kbvqa.rcts.diagnostics import named_answer
+
+    assert named_answer(response) == expected
+
+
+def test_answer_text_table_separates_the_right_text_from_the_right_letter():
+    from kbvqa.rcts.diagnostics import answer_text_table
+
+    queries = {q.id: q for q in (toy_query(i) for i in range(4))}     # gold B = "x"
+    say = "The answer is {}. BECAUSE: Look. So the answer is {}."
+    records = [{"id": "mc_test-000", "pred": "C", "correct": False, "response": say.format("C", "x")},
+               {"id": "mc_test-001", "pred": "B", "correct": True, "response": say.format("B", "x")},
+               {"id": "mc_test-002", "pred": "A", "correct": False, "response": say.format("A", "w")},
+               {"id": "mc_test-003", "pred": None, "correct": False, "response": "no letter, no text"},
+               {"id": "elsewhere", "pred": "B", "correct": True, "response": say.format("B", "x")},
+               {"id": "mc_test-000", "pred": "B", "correct": True}]       # an old record: no response
+    row = answer_text_table(queries, {"run": records})["run"]
+    assert row["n"] == 4 and row["letter_accuracy"] == 0.25 and row["text_accuracy"] == 0.5
+    assert row["names_text"] == 0.75 and row["text_matches_letter"] == 0.5
+    assert row["low"] < 0.5 < row["high"]
+    assert answer_text_table(queries, {"empty": []})["empty"]["text_accuracy"] is None
+
+
 def test_real_data_rows_and_figures(tmp_path):
     import matplotlib
     matplotlib.use("Agg")

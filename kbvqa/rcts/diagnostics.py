@@ -15,6 +15,11 @@ branches that answer correctly. Each function measures one of them:
 - rewards: ``reward_correctness(rewards, correct)`` -- the ROC AUC of rewards for separating correct
   from wrong branches (0.5: rewards carry no signal) and the mean reward of each group;
   ``leaf_rewards`` collects (reward, correct) pairs from a search's tree records.
+- the letter: a response is "The answer is X. BECAUSE: ... So the answer is <text>." and only the
+  letter X is scored (the release's ScienceQA regex). ``named_answer`` reads the <text> the
+  rationale ends on, and ``answer_text_table`` scores it against the gold option's text beside the
+  letter: a model that finds the right answer in its examples but names the wrong letter for it
+  (options are shuffled per question) shows a text accuracy far above its letter accuracy.
 
 All functions are pure and return defined values on empty inputs. Leaves out: running the model
 (``kbvqa.rcts.runs``), intervals (``kbvqa.metrics.intervals``).
@@ -22,9 +27,13 @@ All functions are pure and return defined values on empty inputs. Leaves out: ru
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 
+from kbvqa.metrics.intervals import wilson_interval
 from kbvqa.metrics.ranking import roc_auc
+
+_NAMED = re.compile(r"so the answer is\s+(.*?)\s*(?:\.\s|\.$|$)", re.IGNORECASE | re.DOTALL)
 
 
 def _meta(item) -> dict:
@@ -108,3 +117,35 @@ def leaf_rewards(tree_records: Sequence[dict], gold: str | None) -> list[tuple[f
         correct = gold is not None and rec.get("answer") == gold
         out += [(float(r), correct) for r in rec.get("rewards") or []]
     return out
+
+
+def named_answer(response: str) -> str:
+    """The answer text a rationale ends on: what follows its last "So the answer is", up to the
+    sentence's full stop, lower-cased with spaces collapsed ("" when the response names none)."""
+    found = _NAMED.findall(str(response or ""))
+    return " ".join(found[-1].split()).lower() if found else ""
+
+
+def answer_text_table(queries: dict, runs: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per run: the letter accuracy next to the *text* accuracy (``named_answer`` equals the gold
+    option's text, with its Wilson interval), the share of responses naming any text, and how often
+    the named text is the option at the scored letter (1.0: the model's letter and rationale agree).
+    ``queries``: question id -> multiple-choice query (``options``, ``answers``); records without a
+    stored response (older runs) or of unknown questions are skipped."""
+    table = {}
+    for run, records in runs.items():
+        rows = [(r, queries[r["id"]]) for r in records if "response" in r and r["id"] in queries]
+        n = len(rows)
+        named = [named_answer(r["response"]) for r, _ in rows]
+        texts = [[" ".join(o.split()).lower() for o in q.options] for _, q in rows]
+        gold = [t[ord(q.answers[0]) - 65] if len(q.answers[0]) == 1 and 0 <= ord(q.answers[0]) - 65 < len(t)
+                else None for (_, q), t in zip(rows, texts)]
+        right = sum(a != "" and a == g for a, g in zip(named, gold))
+        at_letter = sum(bool(r.get("pred")) and len(r["pred"]) == 1 and 0 <= ord(r["pred"]) - 65 < len(t)
+                        and a == t[ord(r["pred"]) - 65] for (r, _), a, t in zip(rows, named, texts))
+        low, high = wilson_interval(right, n)
+        table[run] = {"n": n, "letter_accuracy": sum(bool(r["correct"]) for r, _ in rows) / n if n else None,
+                      "text_accuracy": right / n if n else None, "low": low, "high": high,
+                      "names_text": sum(a != "" for a in named) / n if n else None,
+                      "text_matches_letter": at_letter / n if n else None}
+    return table

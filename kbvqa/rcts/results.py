@@ -112,7 +112,7 @@ def reward_diagnostics(runs: dict) -> dict:
 
 
 def summarise(out, limits: dict | None = None, provenance: dict | None = None,
-              diagnostics: dict | None = None) -> dict:
+              diagnostics: dict | None = None, answer_text: dict | None = None) -> dict:
     """Build, write (``results.json``, ``results.csv``) and return the tables (module docstring)."""
     runs = read_runs(out)
     tables = {g: _group(g, runs) for g in GROUPS}
@@ -121,6 +121,8 @@ def summarise(out, limits: dict | None = None, provenance: dict | None = None,
                "rcts_minus_vanilla_rag": _paired(runs, "rcts", "vanilla_rag"),
                "paired": {f"{a} - {b}": _paired(runs, a, b) for a, b in PAIRED},
                "reward_diagnostics": reward_diagnostics(runs), "retrieval": diagnostics or {},
+               # letter vs rationale text per run (kbvqa.rcts.diagnostics.answer_text_table)
+               "answer_text": answer_text or {},
                # seconds spent on each run's records, over every (resumed) invocation
                "compute_seconds": {name: round(sum(r["seconds"] for r in recs), 1) for name, recs in runs.items()}}
     out = Path(out)

@@ -22,7 +22,8 @@ from kbvqa.data import get_world
 from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
-from kbvqa.rcts.results import RESULTS_DIR, print_tables, summarise
+from kbvqa.rcts.diagnostics import answer_text_table
+from kbvqa.rcts.results import RESULTS_DIR, print_tables, read_runs, summarise
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
 from kbvqa.rcts.settings import load_retrieval, retrieval_diagnostics, toy_setting
 
@@ -102,7 +103,8 @@ def main(argv=None) -> dict:
                                                         "examples": len(contexts or {}), **made_contexts},
                                               command="python -m kbvqa.experiments.rcts_toy "
                                               + " ".join(argv if argv is not None else sys.argv[1:])),
-                        diagnostics=retrieval_diagnostics(world, retrieval))
+                        diagnostics=retrieval_diagnostics(world, retrieval),
+                        answer_text=answer_text_table({q.id: q for q in world.mc_test}, read_runs(args.out)))
     print_tables(results)
     return results
 
