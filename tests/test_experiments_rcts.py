@@ -18,7 +18,7 @@ from kbvqa.rcts.diagnostics import (
     reward_correctness,
     shows_answer,
 )
-from kbvqa.rcts.results import group_table, live_agreement, load_results, summarise
+from kbvqa.rcts.results import group_table, live_agreement, load_results, read_runs, summarise
 from kbvqa.rcts.runs import GROUPS, ROWS, Setting, answer_after, run_row, runs_of
 
 
@@ -271,7 +271,7 @@ def test_real_data_rows_and_figures(tmp_path):
 
     from kbvqa.rcts.results import accuracy_table
     from kbvqa.rcts.settings import scienceqa_rows
-    from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_diagnostics, draw_rcts_main
+    from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_diagnostics, draw_rcts_letter_vs_text, draw_rcts_main
 
     assert scienceqa_rows(FakeVLM(), n_queries=0) == {}           # cpu profile: nothing is loaded
     with pytest.raises(ValueError):
@@ -285,6 +285,13 @@ def test_real_data_rows_and_figures(tmp_path):
     for plot in (draw_rcts_main, draw_rcts_ablations, draw_rcts_diagnostics):
         fig = plot(results)
         assert not plt.fignum_exists(fig.number) and fig.axes
+    with pytest.raises(ValueError, match="answer_text"):
+        draw_rcts_letter_vs_text(results)
+    from kbvqa.rcts.diagnostics import answer_text_table
+
+    texts = answer_text_table({q.id: q for q in setting.queries}, read_runs(tmp_path))
+    fig = draw_rcts_letter_vs_text(summarise(tmp_path, answer_text=texts))
+    assert texts["rcts"]["n"] == 2 and len(fig.axes[0].patches) == 2 * 3     # three runs, two bars each
 
 
 def test_scienceqa_rows_on_the_offline_samples():

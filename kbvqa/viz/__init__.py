@@ -18,7 +18,12 @@ from kbvqa.viz.contexts import draw_candidate_scores, draw_context_comparison  #
 from kbvqa.viz.critic import draw_critic_loss, draw_p_yes_by_kind, draw_passages_kept, draw_threshold_sweep  # noqa: E402
 from kbvqa.viz.molt import draw_reward_curves, draw_tournament, tournament_html, tournament_widget  # noqa: E402
 from kbvqa.viz.pipeline import draw_ablation  # noqa: E402
-from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_diagnostics, draw_rcts_main  # noqa: E402
+from kbvqa.viz.rcts import (  # noqa: E402
+    draw_rcts_ablations,
+    draw_rcts_diagnostics,
+    draw_rcts_letter_vs_text,
+    draw_rcts_main,
+)
 from kbvqa.viz.reader import draw_image_tokens, draw_naming_parts, draw_reader_curves  # noqa: E402
 from kbvqa.viz.reag import (  # noqa: E402
            draw_boxes_and_crops,
@@ -37,6 +42,7 @@ __all__ += ["anytime_recall", "draw_ablation", "draw_anytime_recall", "draw_boxe
             "draw_context_comparison", "draw_critic_loss", "draw_group_advantages", "draw_grpo_curves",
             "draw_image_tokens", "draw_ladder", "draw_naming_parts", "draw_reader_curves",
             "draw_p_yes_by_kind", "draw_passages_kept", "draw_rcts_ablations", "draw_rcts_diagnostics",
+            "draw_rcts_letter_vs_text",
             "draw_rcts_main", "draw_rcts_tree", "draw_recall_by_k", "draw_reward_curves", "draw_serts_tree",
             "draw_sft_curves", "draw_threshold_sweep", "draw_tournament", "rcts_tree_html", "rcts_tree_widget",
             "serts_tree_html", "serts_tree_records", "tournament_html", "tournament_widget"]

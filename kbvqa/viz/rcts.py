@@ -8,6 +8,8 @@
                                  so only the *shape* is comparable).
 - ``draw_rcts_diagnostics(results)``  why RCTS does or does not help: retrieval hit rate at k, accuracy
                                  with oracle examples, and how rewards separate right from wrong.
+- ``draw_rcts_letter_vs_text(results)``  per run, the scored letter's accuracy beside the accuracy of
+                                 the answer text the rationale names (``answer_text``).
 
 Every function returns a closed Figure (a notebook shows it once). Leaves out: computing anything.
 """
@@ -144,6 +146,39 @@ def draw_rcts_diagnostics(results: dict):
         axes[2].legend(fontsize=7, frameon=False, loc="upper right")
     for ax in axes:
         ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def draw_rcts_letter_vs_text(results: dict, runs=("zero_shot", "icl_random", "vanilla_rag", "rcts", "oracle")):
+    """Per run (those of ``runs`` the results hold): accuracy of the scored letter and of the answer
+    text the rationale names (``results["answer_text"]``, with Wilson intervals on the text), chance
+    dotted. A text bar far above its letter bar: the model found the answer but named a wrong letter."""
+    import matplotlib.pyplot as plt
+
+    table = results.get("answer_text") or {}
+    names = [r for r in runs if (table.get(r) or {}).get("n")]
+    if not names:
+        raise ValueError("results hold no 'answer_text' rows: rerun the script (it writes them)")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    xs = range(len(names))
+    letter = [100 * table[r]["letter_accuracy"] for r in names]
+    text = [100 * table[r]["text_accuracy"] for r in names]
+    err = [[t - 100 * table[r]["low"] for t, r in zip(text, names)],
+           [100 * table[r]["high"] - t for t, r in zip(text, names)]]
+    ax.bar([x - 0.2 for x in xs], letter, width=0.4, color=_TOY, label="scored letter (\"The answer is X\")")
+    ax.bar([x + 0.2 for x in xs], text, width=0.4, color="#dd8452", yerr=err, capsize=3,
+           label="text the rationale names (\"So the answer is ...\")")
+    for x, a, b in zip(xs, letter, text):
+        ax.text(x - 0.2, a + 1, f"{a:.0f}", ha="center", fontsize=7)
+        ax.text(x + 0.2, b + 1, f"{b:.0f}", ha="center", fontsize=7)
+    ax.set_xticks(list(xs), [f"{r}\n(n={table[r]['n']})" for r in names], fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("accuracy (%)")
+    _chance(ax)
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     plt.close(fig)
     return fig
