@@ -18,10 +18,10 @@ __all__ = ["BACKPROP_RULES", "CallCounter", "MCPromptBuilder", "Node", "RCTSConf
            "icl_random", "rcts_search", "tree_to_records", "vanilla_rag", "zero_shot"]
 
 # What the chapters use beyond the core API: derivations by hand, paper numbers, committed results.
-from kbvqa.rcts.context_kb import answer_letters  # noqa: E402
+from kbvqa.rcts.context_kb import answer_letters, contexts_of  # noqa: E402
 from kbvqa.rcts.context_kb import load_results as load_context_results  # noqa: E402  (chapter 10's committed run)
 from kbvqa.rcts.contexts import check_prompt, context_prompt, judge_prediction, score_verdicts  # noqa: E402
-from kbvqa.rcts.diagnostics import reward_correctness, shows_answer  # noqa: E402
+from kbvqa.rcts.diagnostics import answer_text_table, named_answer, reward_correctness, shows_answer  # noqa: E402
 from kbvqa.rcts.mcts_hr import SearchState, expansion_probabilities  # noqa: E402
 from kbvqa.rcts.paper import PAPER_TABLE6  # noqa: E402
 from kbvqa.rcts.results import (  # noqa: E402
@@ -38,7 +38,8 @@ from kbvqa.rcts.settings import load_retrieval, scienceqa_rows, toy_setting  # n
 from kbvqa.rcts.tree import best_leaf, best_path_official, eq10_update  # noqa: E402
 
 __all__ += ["PAPER_TABLE6", "RESULTS_DIR", "ROWS", "SWEEP_BASE", "SearchState", "accuracy_table", "answer_letters",
-            "best_leaf", "best_path_official", "check_prompt", "context_prompt", "eq10_update",
+            "answer_text_table", "best_leaf", "best_path_official", "check_prompt", "context_prompt", "contexts_of",
+            "eq10_update", "named_answer",
             "expansion_probabilities", "group_table", "judge_prediction", "live_agreement", "load_context_results",
             "load_results", "load_retrieval", "load_tree", "read_runs", "reward_correctness", "run_row",
             "scienceqa_rows", "score_verdicts", "shows_answer", "toy_setting"]
