@@ -170,9 +170,9 @@ def draw_rcts_letter_vs_text(results: dict, runs=("zero_shot", "icl_random", "va
     ax.bar([x - 0.2 for x in xs], letter, width=0.4, color=_TOY, label="scored letter (\"The answer is X\")")
     ax.bar([x + 0.2 for x in xs], text, width=0.4, color="#dd8452", yerr=err, capsize=3,
            label="text the rationale names (\"So the answer is ...\")")
-    for x, a, b in zip(xs, letter, text):
-        ax.text(x - 0.2, a + 1, f"{a:.0f}", ha="center", fontsize=7)
-        ax.text(x + 0.2, b + 1, f"{b:.0f}", ha="center", fontsize=7)
+    for x, a, b in zip(xs, letter, text):      # values inside the bars' feet, clear of the whiskers
+        ax.text(x - 0.2, 1, f"{a:.0f}", ha="center", va="bottom", fontsize=7, color="white")
+        ax.text(x + 0.2, 1, f"{b:.0f}", ha="center", va="bottom", fontsize=7, color="white")
     ax.set_xticks(list(xs), [f"{r}\n(n={table[r]['n']})" for r in names], fontsize=8)
     ax.set_ylim(0, 105)
     ax.set_ylabel("accuracy (%)")
