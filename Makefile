@@ -20,7 +20,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: wheel reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments tiny-model gpu-smoke clean help
+.PHONY: wheel reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments rcts-experiments tiny-model gpu-smoke clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
@@ -116,15 +116,29 @@ benchmarks: $(STAMP)
 
 # Experiments too big for a chapter's time budget: each writes a small table with its provenance
 # (commit, seed, date, machine) into data/experiments/, which the chapters load.
-# On one thread: chapter 10's reasoning-context table ~1 min; chapter 14's RCTS tables ~1 h; chapter
+# On one thread: chapters 10 and 14's RCTS tables on the reader ~5 h (rcts-experiments); chapter
 # 17's SeRTS tables ~13 min; chapter 24's ReAG ladder ~12 min; chapter 25's candidate recall ~40 s;
 # chapters 27-28's MOLT training ~13 min; chapter 30's pipeline ablation ~12 min (reads the ladder's
 # evidence.json, so it runs after reag_ladder).
-EXPERIMENTS ?= kbvqa.experiments.rcts_contexts kbvqa.experiments.rcts_toy kbvqa.experiments.serts_experiment kbvqa.experiments.serts_ppo \
+# RCTS on the reader (chapters 10 and 14) runs in steps sized to the CPU: Tab. 6 on 160 pairs; the
+# reasoner's contexts for the first 40 test questions' candidates (N_c = N_p = 2); the cheap rows
+# on 200 questions; RCTS and the with-context rows on 40; the two ends of the alpha sweep on 6
+# (every step resumes where it stopped; on a GPU, drop the limits).
+RCTS_KB = data/experiments/rcts/kb_rcts.jsonl
+rcts-experiments: $(STAMP)
+	$(PY) -m kbvqa.experiments.rcts_contexts --pairs 160
+	$(PY) -m kbvqa.experiments.rcts_contexts --for-queries 40 --set n_candidates=2 n_predictions=2 --out data/experiments/rcts
+	$(PY) -m kbvqa.experiments.rcts_toy --groups main diagnostics --rows zero_shot icl_random vanilla_rag oracle --limit 200
+	$(PY) -m kbvqa.experiments.rcts_toy --groups main ablation diagnostics --rows rcts vanilla_rag_rc rcts_no_rc oracle_rc \
+		--limit 40 --contexts $(RCTS_KB)
+	$(PY) -m kbvqa.experiments.rcts_toy --groups alpha rollouts --rows "rcts_sweep_alpha=0.2" "rcts_sweep_alpha=1" \
+		--sweep-limit 6 --contexts $(RCTS_KB)
+
+EXPERIMENTS ?= kbvqa.experiments.serts_experiment kbvqa.experiments.serts_ppo \
 	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \
 	kbvqa.experiments.pipeline_ablation
 # ... then chapter 31's data/experiments/effects.json from the tables they wrote.
-experiments: $(STAMP)
+experiments: rcts-experiments
 	@for e in $(EXPERIMENTS); do echo "== $$e"; $(PY) -m $$e || exit 1; done
 	$(PY) -m kbvqa.paper_vs_ours
 

@@ -234,10 +234,11 @@ def test_role_model_names_the_weights_load_vlm_gives_without_loading_them(monkey
 
     cpu, gpu = Profile("cpu", "cpu", 1.0, 10), Profile("gpu", "cuda", 4.0, 10)
     tiny = model_fingerprint(load_tiny_vlm())
-    assert checkpoints.role_model("generator", cpu) == tiny and tiny.startswith("tiny_vlm:")
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES - {"critic"})
+    assert checkpoints.role_model("critic", cpu) == tiny and tiny.startswith("tiny_vlm:")
     assert checkpoints.role_model("reader", cpu) == f"reader:{reader_fingerprint()}"
-    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "generator"}))
-    assert checkpoints.role_model("generator", cpu) == f"reader:{reader_fingerprint()}"
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
+    assert checkpoints.role_model("critic", cpu) == f"reader:{reader_fingerprint()}"
     assert checkpoints.role_model("judge", gpu) == checkpoints.gpu_checkpoint("judge")
     with pytest.raises(ValueError, match="unknown model role"):
         checkpoints.role_model("oracle", cpu)

@@ -23,9 +23,19 @@ from kbvqa.reag.results import load_records as load_reag_records
 from kbvqa.serts import paper as serts_paper
 from kbvqa.serts.results import load_records as load_serts_records
 
+
 # ------------------------------------------------------------------------------ RCTS
-_RCTS_WHY = ("the tiny model answers every multiple-choice question with the same letter (C), so no context "
-             "or example changes its answer; the paper's Qwen2-VL reads them")
+def _rcts_why(results: dict) -> str:
+    """Why the RCTS effects are what they are, from the run's own letter-vs-text diagnostic
+    (``kbvqa.rcts.diagnostics.answer_text_table``; chapter 14's fourth suspect)."""
+    texts = results.get("answer_text") or {}
+    zs, rag = texts.get("zero_shot") or {}, texts.get("vanilla_rag") or {}
+    if zs.get("n") and rag.get("n"):
+        return (f"the reader's scored letter stays near chance with any examples ({rag['letter_accuracy']:.0%} with "
+                f"the top 3), yet the answer text its rationale names is right {rag['text_accuracy']:.0%} of the time "
+                f"with them vs {zs['text_accuracy']:.0%} zero-shot: it reads its examples and names a wrong letter "
+                "for the text (options are shuffled), and rewards built on letters carry no signal (chapter 14)")
+    return "the model's letter does not follow its context (chapter 14's diagnostics)"
 
 
 def rcts_effects(out: Path | None = None) -> list[Effect]:
@@ -45,14 +55,14 @@ def rcts_effects(out: Path | None = None) -> list[Effect]:
               (rcts_paper.PAPER_TAB4[(False, False)]["ScienceQA"], rcts_paper.PAPER_TAB4[(True, False)]["ScienceQA"])),
              ("alpha 0.2 vs 1 (Eq. 9)", "Tab. 5 ScienceQA 7B", "rcts_sweep_alpha=1", "rcts_sweep_alpha=0.2",
               (rcts_paper.PAPER_TAB5[1.0]["ScienceQA"], rcts_paper.PAPER_TAB5[0.2]["ScienceQA"]))]
-    effects = []
+    effects, why = [], _rcts_why(results)
     for name, source, base, treat, paper in specs:
         if base not in runs or treat not in runs:
             raise ValueError(f"{out / 'runs'} lacks {base!r} or {treat!r}")
         b = {r["id"]: bool(r["correct"]) for r in runs[base]}
         t = {r["id"]: bool(r["correct"]) for r in runs[treat]}
         before, after, interval, n = paired_effect(b, t)
-        effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, _RCTS_WHY,
+        effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, why,
                               evidence_of(results.get("provenance"))))
     return effects
 

@@ -68,7 +68,9 @@ def run(n_pairs: int = 160, out: Path = RESULTS_DIR, seed: int = 0, threads: int
             "command": f"python -m kbvqa.experiments.rcts_contexts --pairs {n_pairs} --seed {seed}"},
         "pairs": n, "split": "mc_kb", "config": asdict(cfg), "build": summarize_build(records),
         "accuracy": {k: {"accuracy": v.accuracy, "stderr": math.sqrt(v.accuracy * (1 - v.accuracy) / n),
-                         "answer_letters": answer_letters(pairs, v.predictions)} for k, v in table.items()},
+                         "answer_letters": answer_letters(pairs, v.predictions),
+                         "correct": [int(c) for c in v.correct]}       # per pair, in mc_kb order: live checks
+                     for k, v in table.items()},
         "gold_letters": dict(sorted(Counter(q.answer for q in pairs).items())),
         "toy_checks": toy_check_summary(pairs, records)}
     out = Path(out)
