@@ -26,7 +26,15 @@ from kbvqa.reag.critic import (
     generator_prompt,
     keep_passages,
 )
-from kbvqa.reag.critic_eval import critic_table, filtering_stats, heldout_critic_items, labels_of, threshold_sweep
+from kbvqa.reag.critic_eval import (
+    critic_table,
+    filtering_stats,
+    heldout_critic_items,
+    labels_of,
+    pipeline_kinds,
+    pipeline_separation,
+    threshold_sweep,
+)
 from kbvqa.reag.critic_train import CriticTrainConfig, critic_loss, critic_training_examples, train_critic
 from kbvqa.viz.critic import draw_critic_loss, draw_p_yes_by_kind, draw_passages_kept, draw_threshold_sweep
 
@@ -247,3 +255,36 @@ def test_figures():
                 lambda: draw_passages_kept([]), lambda: draw_p_yes_by_kind([0.5], [])):
         with pytest.raises(ValueError):
             bad()
+
+
+def _pipeline_record(world, q, evidence_score, hard_scores, soft_score):
+    """A ladder evidence record for ``q``: its evidence, the same section on other pages (hard) and
+    another section of its page (soft), with the given P(Yes)."""
+    evidence = world.passage(q.evidence_ids[0])
+    others = [d for d in world.documents if d.id != evidence.doc_id][: len(hard_scores)]
+    hard = [d.passage(evidence.section).id for d in others]
+    soft = next(p.id for p in world.document(evidence.doc_id).passages if p.section != evidence.section)
+    ids = [evidence.id, *hard, soft]
+    return {"coarse": ids, "coarse_scores": [evidence_score, *hard_scores, soft_score], "fine": [], "fine_scores": []}
+
+
+def test_pipeline_separation_names_each_retrieved_passages_kind(world):
+    q1, q2, q3 = world.kbvqa_test[:3]
+    evidence = {q1.id: _pipeline_record(world, q1, 0.9, [0.5, 0.95], 0.1),     # one hard outscores it
+                q2.id: _pipeline_record(world, q2, 0.8, [0.2, 0.3], 0.9),      # tops every hard one
+                q3.id: {"coarse": [], "coarse_scores": [], "fine": [], "fine_scores": []}}  # nothing retrieved
+    assert pipeline_kinds(world, q1, evidence[q1.id]["coarse"]) == ["relevant", "hard", "hard", "soft"]
+    got = pipeline_separation(world, [q1, q2, q3], evidence)
+    assert got["n"] == 2 and got["top_of_hard"] == 0.5 and got["chance"] == pytest.approx(1 / 3, abs=1e-4)
+    # relevant {0.9, 0.8} vs hard {0.5, 0.95, 0.2, 0.3}: 6 of 8 pairs; vs soft {0.1, 0.9}: 2.5 of 4
+    assert got["auc"] == {"hard": 0.75, "soft": 0.625}
+
+
+def test_pipeline_separation_rejects_unscored_passages_and_bad_stages(world):
+    q = world.kbvqa_test[0]
+    record = _pipeline_record(world, q, 0.9, [0.5], 0.1)
+    with pytest.raises(ValueError, match="stage"):
+        pipeline_separation(world, [q], {q.id: record}, stage="final")
+    record["coarse_scores"] = [None] * len(record["coarse"])
+    with pytest.raises(ValueError, match="P\\(Yes\\)"):
+        pipeline_separation(world, [q], {q.id: record})

@@ -10,6 +10,10 @@ the threshold sweep (Fig. 8) and the P(Yes) separation of relevant, hard and sof
   specificity (irrelevant dropped / irrelevant), precision, passages per query before/after, the
   share of queries whose evidence survives, the share with every passage filtered (j = 0).
 - ``critic_table(items, scores, thresholds)``: a "no critic" row and one row per threshold.
+- ``pipeline_kinds`` / ``pipeline_separation(world, queries, evidence)``: the same separation on
+  the passages retrieval really returned (a ladder's ``evidence`` records): the evidence against
+  the same section of the other retrieved creatures (hard), the right creature's other sections
+  (soft) and the rest, and how often the evidence outscores every hard one (chance: 1 / (1 + hard)).
 - ``threshold_sweep(items, scores, thresholds, judge)``: the same per threshold and, given a
   ``judge``, the generator's accuracy on the kept passages (Fig. 8). A judge maps a list of
   ``(query, kept passages)`` to one bool each; the sweep asks it once, for the distinct kept sets
@@ -23,14 +27,14 @@ import random
 from collections.abc import Callable, Sequence
 
 from kbvqa.config import PROFILE_DEFAULT, profile_value
-from kbvqa.metrics import official_correct
+from kbvqa.metrics import official_correct, separation_auc
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts.formats import critic_negative
 from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
 from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 
 __all__ = ["critic_items", "critic_table", "filtering_stats", "generator_judge", "heldout_critic_items",
-           "labels_of", "threshold_sweep"]
+           "labels_of", "pipeline_kinds", "pipeline_separation", "threshold_sweep"]
 SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
@@ -95,6 +99,48 @@ def filtering_stats(items: Sequence[tuple], scores: Sequence[Sequence[float]], t
             "passages_before": _ratio(sum(len(p) for _, p in items), n), "passages_after": _ratio(kept_total, n),
             "evidence_kept": _ratio(evidence_kept, evidence_queries), "all_filtered": _ratio(all_filtered, n),
             "relevant": tp + fn, "irrelevant": tn + fp}
+
+
+def pipeline_kinds(world, query, passage_ids: Sequence[str]) -> list[str]:
+    """The kind of each retrieved passage for ``query``: "relevant" (an evidence id), "hard" (an
+    evidence passage's section on another page: reads just like it), "soft" (another section of an
+    evidence page) or "other"."""
+    evidence = [world.passage(p) for p in query.evidence_ids]
+    docs, sections = {p.doc_id for p in evidence}, {p.section for p in evidence}
+    kinds = []
+    for pid in passage_ids:
+        p = world.passage(pid)
+        kinds.append("relevant" if pid in query.evidence_ids else "soft" if p.doc_id in docs
+                     else "hard" if p.section in sections else "other")
+    return kinds
+
+
+def pipeline_separation(world, queries, evidence: dict, stage: str = "coarse") -> dict:
+    """How the critic's P(Yes) separates the passages ``stage`` retrieval returned (``evidence``:
+    {query id: record} as ``kbvqa.reag.ladder.retrieve_evidence`` writes them): ``auc`` of the
+    evidence against each ``pipeline_kinds`` kind over every scored passage, ``top_of_hard``
+    (queries whose evidence outscores every hard passage) beside ``chance`` (its mean under random
+    scores, 1 / (1 + hard)), over the ``queries`` whose evidence was retrieved (``n``)."""
+    if stage not in ("coarse", "fine"):
+        raise ValueError(f"stage must be 'coarse' or 'fine', got {stage!r}")
+    scores, kinds, top, chance, n = [], [], 0, 0.0, 0
+    for q in queries:
+        record = evidence[q.id]
+        ids, row = record[stage], record[f"{stage}_scores"]
+        if len(ids) != len(row) or any(s is None for s in row):
+            raise ValueError(f"{q.id}: the {stage} passages need one P(Yes) each")
+        kind = pipeline_kinds(world, q, ids)
+        if "relevant" not in kind:
+            continue
+        n += 1
+        scores += row
+        kinds += kind
+        best = max(s for s, k in zip(row, kind) if k == "relevant")
+        hard = [s for s, k in zip(row, kind) if k == "hard"]
+        top += all(best > s for s in hard)
+        chance += 1 / (1 + len(hard))
+    return {"n": n, "auc": separation_auc(scores, kinds) if n else {}, "top_of_hard": _ratio(top, n),
+            "chance": _ratio(chance, n)}
 
 
 def critic_table(items: Sequence[tuple], scores: Sequence[Sequence[float]],
