@@ -117,6 +117,33 @@ def test_an_interrupted_grpo_stage_resumes_from_its_checkpoint(tmp_path, world, 
     assert log["rl"]["accuracy_reward_last5"] == whole_log["rl"]["accuracy_reward_last5"] and log["rl"]["seconds"] > 0
 
 
+def test_an_interrupted_rung_goes_on_from_its_last_kept_chunk(tmp_path, world, monkeypatch):
+    import dataclasses
+
+    config = dataclasses.replace(CONFIG, limit=7, batch_size=1)      # chunks of 3 queries
+    queries = world.kbvqa_test[:7]
+    evidence = _evidence(world, queries)
+    whole = ladder.run_rungs(world, queries, evidence, config, rungs=["coarse"])["coarse"]
+    real, asked = ladder.evaluate, []
+
+    def evaluate(generator, world, qs, *a, **k):
+        asked.append([q.id for q in qs])
+        if len(asked) == 2 and interrupt:
+            raise KeyboardInterrupt                 # the session ends in the second chunk
+        return real(generator, world, qs, *a, **k)
+
+    monkeypatch.setattr(ladder, "evaluate", evaluate)
+    work, interrupt = WorkFolder(tmp_path, "run"), True
+    with pytest.raises(KeyboardInterrupt):
+        ladder.run_rungs(world, queries, evidence, config, rungs=["coarse"], work=work)
+    assert len(work.data("rung_coarse")["done"]) == 3
+    asked.clear()
+    interrupt = False
+    resumed = ladder.run_rungs(world, queries, evidence, config, rungs=["coarse"], work=work)["coarse"]
+    assert asked == [[q.id for q in queries[3:6]], [queries[6].id]], "the rerun answers only the rest"
+    assert resumed == whole and work.data("rung_coarse") is None
+
+
 def test_kept_traces_for_other_examples_raise(tmp_path, world):
     work = WorkFolder(tmp_path, "run")
     examples = ladder_train.training_examples(world, CONFIG, traces=True, work=work)

@@ -34,7 +34,7 @@ from pathlib import Path
 from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
-from kbvqa.experiments.work import trained_model
+from kbvqa.experiments.work import map_in_chunks, trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.parsers import parse_think_answer
@@ -220,7 +220,8 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
     ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
     generators are built in order and the cold start is reused as the start of GRPO. With a ``work``
     folder (``kbvqa.experiments.work.WorkFolder``) each trained generator is saved as it is made and
-    read back by a rerun, the SFT stages checkpoint every 10 steps and ``log`` is saved beside them."""
+    read back by a rerun, the SFT stages checkpoint every 10 steps, a rung's records are kept three
+    batches at a time (``map_in_chunks``) and ``log`` is saved beside them."""
     names = list(rungs or RUNG_BY_NAME)
     unknown = [n for n in names if n not in RUNG_BY_NAME]
     if unknown:
@@ -236,9 +237,14 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
                     models["cold_start"] = trained_generator("cold_start", world, config, log, work)
                 base = copy_vlm(models["cold_start"]) if kind == "rl" else None
                 models[kind] = trained_generator(kind, world, config, log, work, base=base)
-        out[rung.name] = evaluate(models[kind], world, queries, evidence, rung, config)
+        def answer(qs, model=models[kind], rung=rung):
+            return evaluate(model, world, qs, evidence, rung, config)
+        out[rung.name], _ = map_in_chunks(work, f"rung_{rung.name}", list(queries), answer,
+                                          chunk=3 * config.batch_size)     # the same batches as in one call
         if on_records is not None:
             on_records(rung.name, out[rung.name])
+        if work is not None:
+            work.drop_data(f"rung_{rung.name}")
     return out
 
 
