@@ -195,3 +195,20 @@ def test_the_work_folder_is_named_by_what_training_depends_on():
 
     assert work_name(CONFIG) == work_name(replace(CONFIG, limit=50)), "evaluating more queries trains nothing anew"
     assert work_name(CONFIG) != work_name(replace(CONFIG, critic_steps=2))
+
+
+def test_the_ladder_logs_the_critics_heldout_auc_and_each_stages_curves(tmp_path, world):
+    import math
+
+    work = WorkFolder(tmp_path, "run")
+    got = ladder_train.critic_heldout_auc(world, CONFIG, work=work, n=8)
+    assert got["n"] == 8 and work.has_model("critic")
+    for when in ("before", "after"):
+        assert set(got[when]) == {"hard", "soft"} and all(0 <= v <= 1 or math.isnan(v) for v in got[when].values())
+    log = {}
+    ladder_train.train_generator("rl", world, CONFIG, base=tiny(), log=log)
+    assert len(log["rl"]["curves"]["loss"]) == CONFIG.grpo_steps
+    assert {"accuracy_reward", "zero_spread_groups", "reward"} <= set(log["rl"]["curves"])
+    ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log=log)
+    curve = log["cold_start"]["curve"]
+    assert curve["steps"] and len(curve["loss"]) == len(curve["steps"]) == len(curve["trace_loss"])

@@ -6,6 +6,8 @@
   negative; ``rl.cold_start_examples``) with traces (cold start, Eq. 5: templated, or written by the
   ``reag_generator`` role's model told the answer and relevance, ``LadderConfig.traces``) or the
   answer alone (``<answer>y</answer>``: the "SFT" rung without reasoning).
+- ``critic_heldout_auc``: the critic's separation of evidence from hard / soft negatives, before and
+  after its training (chapter 21's held-out check).
 - ``train_generator(kind)``: "sft" (Eq. 5 with alpha = 1, answer tokens only), "cold_start"
   (alpha = 0.8), "rl" (GRPO, Eq. 6-9, on evidence prompts of the train split, from a cold start);
   "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
@@ -94,7 +96,8 @@ def model_traces(world, examples, config, work=None, log: dict | None = None, ch
 
 def train_generator(kind: str, world, config, base=None, log: dict | None = None, work=None):
     """A fresh generator of ``kind`` ("zero_shot", "sft", "cold_start", "rl"), trained in this process
-    from the shipped model; ``log[kind]`` gets its curve's start, end and seconds. With a ``work``
+    from the shipped model; ``log[kind]`` gets its curve's start, end and seconds, and the per-step
+    curves (SFT: loss, L_A, L_T; GRPO: every reward, the loss, groups with no spread, ...). With a ``work``
     folder an SFT stage saves a checkpoint every 10 steps and GRPO one every 2, each resuming from its
     last one, and model traces are kept as they are written (``model_traces``)."""
 
@@ -112,7 +115,9 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
         t0 = time.perf_counter() - before      # the SFT's seconds, earlier runs' too (model traces: log["traces"])
         out = sft_train(vlm, examples, cfg, **checkpointing)
         log[kind] = {"steps": steps, "alpha": alpha, "loss_start": round(out.loss[0], 4),
-                     "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4)}
+                     "loss_end": round(sum(out.loss[-10:]) / len(out.loss[-10:]), 4),
+                     "curve": {name: _rounded(getattr(out, name)) for name in ("steps", "loss", "answer_loss",
+                                                                              "trace_loss")}}
     elif kind == "rl":
         if base is None:
             vlm = train_generator("cold_start", world, config, log=log)
@@ -126,10 +131,32 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
                          **reag_grpo_rewards(), **checkpointing)
         k = min(5, len(out.accuracy_reward))
         log[kind] = {"steps": config.grpo_steps, "accuracy_reward_first5": round(sum(out.accuracy_reward[:k]) / k, 4),
-                     "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4)}
+                     "accuracy_reward_last5": round(sum(out.accuracy_reward[-k:]) / k, 4),
+                     "curves": {name: _rounded(values) for name, values in out.curves.items()}}
     if kind != "zero_shot":
         log[kind]["seconds"] = round(time.perf_counter() - t0, 1)
     return vlm
+
+
+def critic_heldout_auc(world, config, work=None, n: int = 200) -> dict:
+    """Chapter 21's check on the ladder's critic: ``separation_auc`` of the evidence against hard and
+    soft negatives on ``n`` balanced held-out pairs of the test split (``heldout_critic_items``),
+    scored by the shipped model ("before") and by the trained critic ("after")."""
+    from kbvqa.metrics import separation_auc
+    from kbvqa.reag.critic import Critic, CriticConfig
+    from kbvqa.reag.critic_eval import heldout_critic_items
+
+    items, kinds = heldout_critic_items(world, n)
+    out = {"n": n}
+    for name, vlm in (("before", lambda: load_vlm("critic")), ("after", lambda: train_ladder_critic(world, config,
+                                                                                                    work=work))):
+        critic = Critic(vlm(), CriticConfig.for_profile(threshold=config.threshold))
+        out[name] = separation_auc([s[0] for s in critic.score_many(items)], kinds)
+    return out
+
+
+def _rounded(values) -> list[float]:
+    return [round(float(v), 4) for v in values]
 
 
 def copy_vlm(vlm):

@@ -25,7 +25,10 @@ from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.experiments.work import WorkFolder, default_work_root, work_fingerprint
 from kbvqa.models.checkpoints import role_model
 from kbvqa.reag.ladder import LADDER_ROLES, TRACE_SOURCES, LadderConfig, load_evidence, run_rungs
+from kbvqa.reag.ladder_train import critic_heldout_auc
 from kbvqa.reag.results import RESULTS_DIR, RUNG_BY_NAME, Rung, print_table, summarise, write_results
+
+HELDOUT_PAIRS = 200     # held-out (query, passage) pairs of the critic's before / after AUC
 
 
 # ------------------------------------------------------------------------------ the run
@@ -70,6 +73,10 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
             finished[name] = done[1]
     pending = len(finished) < len(rungs or RUNG_BY_NAME)
     evidence = load_evidence(world, queries, config, Path(out) / "evidence.json", log, work=work) if pending else {}
+    if pending and "critic_heldout" not in log:       # chapter 21's check, on the ladder's critic
+        log["critic_heldout"] = critic_heldout_auc(world, config, work=work, n=HELDOUT_PAIRS)
+        if work is not None:
+            work.save_log(log)
 
     def write(name, records):
         header = {"rung": name, "fingerprint": rung_fingerprint(RUNG_BY_NAME[name], config), "n": len(records)}
