@@ -235,6 +235,19 @@ def test_summarise_accuracy_intervals_and_paired_differences():
     assert with_oracle["diagnostics"][0]["paper_infoseek"] is None
 
 
+def test_split_rows_step_the_ladder_within_each_split():
+    recs = _records({"coarse": [True, True, False, False], "coarse_critic": [True, True, True, False]})
+    for name in recs:
+        for i, r in enumerate(recs[name]):
+            r["split"] = "unseen_question" if i < 2 else "unseen_entity"
+    rows = {(r["split"], r["rung"]): r for r in res.split_rows(recs)}
+    assert rows["unseen_question", "coarse"]["accuracy"] == 1.0 and rows["unseen_entity", "coarse"]["accuracy"] == 0.0
+    assert "vs_previous" not in rows["unseen_entity", "coarse"]
+    assert rows["unseen_question", "coarse_critic"]["vs_previous"]["diff"] == 0.0
+    assert rows["unseen_entity", "coarse_critic"]["vs_previous"]["diff"] == 0.5
+    assert rows["unseen_entity", "coarse_critic"]["n"] == 2 and res.split_rows({}) == []
+
+
 def test_results_round_trip_and_figure(tmp_path):
     recs = _records({r.name: [True, False, True] for r in RUNGS})
     out = res.summarise(recs, provenance={"seed": 0})

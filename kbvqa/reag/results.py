@@ -12,6 +12,8 @@
   format reward, and the paper's numbers; ``diagnostics``: the same for the oracle rungs (each
   generator with the evidence passage alone, not in the paper). ``write_results`` / ``load_results`` (JSON + CSV),
   ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``kbvqa.viz.reag.draw_ladder`` (figure).
+- ``split_rows(records)``: the ladder per InfoSeek split (unseen question: creatures the critic and the
+  generators were trained on; unseen entity: new ones), each step's paired difference within the split.
 - ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
   committed records of the same queries (``kbvqa.metrics.intervals.check_agreement``, ``same_answers``).
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 from kbvqa.experiments.runs import committed_for, read_run, write_json_and_csv
+from kbvqa.metrics.infoseek import INFOSEEK_SPLITS
 from kbvqa.metrics.intervals import check_agreement, paired_bootstrap, same_answers, wilson_interval
 from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.reag.paper import PAPER_KEY, PAPER_ROW_OF, PAPER_SOURCE, paper_rows
@@ -110,7 +113,36 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
     return {"paper_source": PAPER_SOURCE, "paper_key": PAPER_KEY, "n": len(common),
             "rows": [r for r in rows if r["rung"] not in oracle],
             "diagnostics": [r for r in rows if r["rung"] in oracle],
-            "paper_tab4": paper, **extra}
+            "by_split": split_rows(records), "paper_tab4": paper, **extra}
+
+
+def split_rows(records: dict[str, list[dict]]) -> list[dict]:
+    """One row per ladder rung (in order) and split, on the queries every rung answered: n, accuracy,
+    mean passages read, evidence-in-context rate and, from the second rung on, ``vs_previous``: the
+    paired bootstrap difference with the previous rung on the same split's queries."""
+    names = [r.name for r in RUNGS if records.get(r.name)]
+    if not names:
+        return []
+    common = set.intersection(*({r["id"] for r in records[n]} for n in names))
+    out = []
+    for split in INFOSEEK_SPLITS:
+        previous = None
+        for name in names:
+            recs = sorted((r for r in records[name] if r["id"] in common and r.get("split") == split),
+                          key=lambda r: r["id"])
+            if not recs:
+                break
+            correct = [bool(r["correct"]) for r in recs]
+            row = {"split": split, "rung": name, "n": len(recs), "accuracy": _mean(correct),
+                   "passages": _mean(r["passages"] for r in recs),
+                   "evidence_in_context": _mean(r["evidence_in"] for r in recs)}
+            if previous is not None:
+                diff = paired_bootstrap(correct, previous)
+                row["vs_previous"] = {"diff": round(diff.diff, 4), "low": round(diff.low, 4),
+                                      "high": round(diff.high, 4)}
+            out.append(row)
+            previous = correct
+    return out
 
 
 def write_results(results: dict, out) -> None:
