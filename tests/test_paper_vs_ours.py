@@ -263,3 +263,22 @@ def test_table_role_models_reads_the_roles_a_run_recorded(tmp_path):
     (tmp_path / "serts" / "results.json").write_text(json.dumps({"provenance": {}}))     # names no model: left out
     assert table_role_models(tmp_path) == {"reag/results.json": {"rl_policy": "m1", "critic": "m2", "reag_generator": "m1"},
                                            "molt/results.json": {"judge": "m3"}}
+
+
+def test_reag_whys_are_read_from_the_run():
+    from kbvqa.paper_vs_ours.parts import _reag_why
+
+    row = {"accuracy": 0.5, "passages": 40.0, "evidence_in_context": 0.9}
+    results = {"rows": [{**row, "rung": "no_retrieval", "accuracy": 0.0}, {**row, "rung": "coarse"},
+                        {**row, "rung": "coarse_critic", "passages": 5.0}],
+               "by_split": [{"split": "unseen_question", "rung": "coarse_critic", "evidence_in_context": 0.9,
+                             "passages": 5.2, "vs_previous": {"diff": 0.02}},
+                            {"split": "unseen_entity", "rung": "coarse_critic", "evidence_in_context": 0.19,
+                             "passages": 5.5, "vs_previous": {"diff": -0.54}}],
+               "training": {"critic_heldout": {"before": {"hard": 0.48}, "after": {"hard": 0.46}}}}
+    why = _reag_why(results, "the reader")
+    assert "no retrieval 0%" in why["coarse"] and "the reader reads 40 (50%)" in why["coarse"]
+    assert "90% of queries with 5.2 passages (+2% accuracy)" in why["coarse_critic"]
+    assert "for 19% (-54%)" in why["coarse_critic"] and "0.48 before training, 0.46 after" in why["coarse_critic"]
+    del results["by_split"]
+    assert "coarse retrieval: 90%" in _reag_why(results, "the reader")["coarse_critic"]
