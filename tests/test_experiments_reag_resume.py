@@ -205,6 +205,7 @@ def test_the_ladder_logs_the_critics_heldout_auc_and_each_stages_curves(tmp_path
     assert got["n"] == 8 and work.has_model("critic")
     for when in ("before", "after"):
         assert set(got[when]) == {"hard", "soft"} and all(0 <= v <= 1 or math.isnan(v) for v in got[when].values())
+        assert all(set(by[when]) <= {"hard", "soft"} for by in got["by_split"].values())
     log = {}
     ladder_train.train_generator("rl", world, CONFIG, base=tiny(), log=log)
     assert len(log["rl"]["curves"]["loss"]) == CONFIG.grpo_steps

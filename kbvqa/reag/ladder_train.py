@@ -141,17 +141,24 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
 def critic_heldout_auc(world, config, work=None, n: int = 200) -> dict:
     """Chapter 21's check on the ladder's critic: ``separation_auc`` of the evidence against hard and
     soft negatives on ``n`` balanced held-out pairs of the test split (``heldout_critic_items``),
-    scored by the shipped model ("before") and by the trained critic ("after")."""
-    from kbvqa.metrics import separation_auc
+    scored by the shipped model ("before") and by the trained critic ("after"), over all pairs and
+    within each InfoSeek split (``by_split``: creatures seen in training or new ones)."""
+    from kbvqa.metrics import kbvqa_split_of, separation_auc
     from kbvqa.reag.critic import Critic, CriticConfig
     from kbvqa.reag.critic_eval import heldout_critic_items
 
     items, kinds = heldout_critic_items(world, n)
-    out = {"n": n}
+    splits = [kbvqa_split_of(q) for q, _ in items]
+    out = {"n": n, "by_split": {}}
     for name, vlm in (("before", lambda: load_vlm("critic")), ("after", lambda: train_ladder_critic(world, config,
                                                                                                     work=work))):
         critic = Critic(vlm(), CriticConfig.for_profile(threshold=config.threshold))
-        out[name] = separation_auc([s[0] for s in critic.score_many(items)], kinds)
+        scores = [s[0] for s in critic.score_many(items)]
+        out[name] = separation_auc(scores, kinds)
+        for split in sorted(set(splits)):
+            mine = [i for i, s in enumerate(splits) if s == split]
+            out["by_split"].setdefault(split, {})[name] = separation_auc([scores[i] for i in mine],
+                                                                         [kinds[i] for i in mine])
     return out
 
 
