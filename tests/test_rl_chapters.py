@@ -121,3 +121,9 @@ def test_figures_are_closed_and_plot_the_curves():
         draw_sft_curves(SFTResult())
     with pytest.raises(ValueError):
         draw_grpo_curves(GRPOResult())
+    logged = [draw_sft_curves({"steps": sft.steps, "loss": sft.loss, "answer_loss": sft.answer_loss,
+                               "trace_loss": sft.trace_loss}), draw_grpo_curves(dict(grpo.curves))]
+    assert [list(line.get_ydata()) for line in logged[0].axes[0].lines] == ys          # a training log's curves
+    assert list(logged[1].axes[0].lines[0].get_ydata()) == [0.1, 0.3, 0.2]
+    with pytest.raises(ValueError):
+        draw_grpo_curves({})

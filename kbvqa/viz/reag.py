@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -100,7 +101,10 @@ def draw_boxes_and_crops(queries: Sequence, boxes: Sequence, margin: float = 0.1
 
 
 def draw_sft_curves(result, alpha: float = 0.8, title: str = "Cold start (Eq. 5)"):
-    """L_A, L_T and L_SFT per step of an ``SFTResult`` (log scale)."""
+    """L_A, L_T and L_SFT per step of an ``SFTResult``, or of a training log's ``curve`` (a dict with
+    the same fields: ``steps``, ``loss``, ``answer_loss``, ``trace_loss``), on a log scale."""
+    if isinstance(result, dict):
+        result = SimpleNamespace(**{k: result.get(k, []) for k in ("steps", "loss", "answer_loss", "trace_loss")})
     if not result.steps:
         raise ValueError("the SFT result has no points")
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -123,7 +127,12 @@ def _smooth(values: Sequence[float], window: int) -> np.ndarray:
 
 
 def draw_grpo_curves(result, window: int = 1, title: str = "GRPO on the toy world (cf. ReAG Fig. 5)"):
-    """Accuracy reward and format reward per step of a ``GRPOResult`` (+ share of zero-spread groups)."""
+    """Accuracy reward and format reward per step of a ``GRPOResult``, or of a training log's
+    ``curves`` dict (+ share of zero-spread groups)."""
+    if isinstance(result, dict):
+        from kbvqa.rl.grpo import GRPOResult
+
+        result = GRPOResult(curves=dict(result))
     if not result.curves.get("accuracy_reward"):
         raise ValueError("the GRPO result has no points")
     steps = np.arange(len(result.accuracy_reward))
