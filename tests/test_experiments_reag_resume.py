@@ -213,3 +213,19 @@ def test_the_ladder_logs_the_critics_heldout_auc_and_each_stages_curves(tmp_path
     ladder_train.train_generator("cold_start", world, CONFIG, base=tiny(), log=log)
     curve = log["cold_start"]["curve"]
     assert curve["steps"] and len(curve["loss"]) == len(curve["steps"]) == len(curve["trace_loss"])
+
+
+def test_a_committed_model_is_the_trained_one(tmp_path, world):
+    import torch
+
+    work = WorkFolder(tmp_path / "work", "run")
+    trained = ladder_train.train_ladder_critic(world, CONFIG, work=work)
+    out = tmp_path / "results"
+    (out / "models").mkdir(parents=True)
+    (out / "models" / "critic.pt").write_bytes((work.dir / "models" / "critic.pt").read_bytes())
+    shipped = ladder.committed_model("critic", out)
+    assert all(torch.equal(trainable(shipped)[n], p) for n, p in trainable(trained).items())
+    with pytest.raises(FileNotFoundError, match="rl model"):
+        ladder.committed_model("rl", out)
+    with pytest.raises(ValueError, match="kind"):
+        ladder.committed_model("zero_shot", out)

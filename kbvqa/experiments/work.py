@@ -92,22 +92,7 @@ class WorkFolder:
         (``prepare``: ``prepare_trainable``'s ``lora`` / ``freeze_vision`` when the stage set them),
         then given the saved weights; a saved weight the model does not have raises ``ValueError``
         (another model or recipe)."""
-        import torch
-
-        from kbvqa.rl.common import prepare_trainable
-
-        state = torch.load(self.dir / "models" / f"{name}.pt", map_location="cpu")
-        prepare_trainable(base, **prepare)
-        params = dict(base.model.named_parameters())
-        unknown = sorted(set(state) - set(params))
-        if unknown:
-            raise ValueError(f"{name}: {len(unknown)} saved weights are not in this model ({unknown[:2]}...); "
-                             "rerun with --fresh")
-        with torch.no_grad():
-            for n, value in state.items():
-                params[n].copy_(value.to(params[n].device, params[n].dtype))
-        base.model.eval()
-        return base
+        return load_saved_model(self.dir / "models" / f"{name}.pt", base, **prepare)
 
     # -- inside a stage: plain data it computed, an SFT run's last checkpoint
     def data(self, name: str):
@@ -136,6 +121,28 @@ class WorkFolder:
     def drop_checkpoint(self, name: str) -> None:
         """Once the stage's model is saved its checkpoint is not needed (it holds optimiser state too)."""
         (self.dir / "checkpoints" / f"{name}.pt").unlink(missing_ok=True)
+
+
+def load_saved_model(path: Path, base, **prepare):
+    """``base`` made trainable as training made it (``prepare``: ``prepare_trainable``'s ``lora`` /
+    ``freeze_vision``), then given the weights ``WorkFolder.save_model`` wrote to ``path``; a saved
+    weight the model does not have raises ``ValueError`` (another model or recipe)."""
+    import torch
+
+    from kbvqa.rl.common import prepare_trainable
+
+    state = torch.load(path, map_location="cpu")
+    prepare_trainable(base, **prepare)
+    params = dict(base.model.named_parameters())
+    unknown = sorted(set(state) - set(params))
+    if unknown:
+        raise ValueError(f"{Path(path).name}: {len(unknown)} saved weights are not in this model "
+                         f"({unknown[:2]}...); rerun with --fresh")
+    with torch.no_grad():
+        for n, value in state.items():
+            params[n].copy_(value.to(params[n].device, params[n].dtype))
+    base.model.eval()
+    return base
 
 
 def trained_model(work: WorkFolder | None, name: str, train, base, on_saved=None, **prepare):

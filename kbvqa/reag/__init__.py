@@ -31,7 +31,7 @@ from kbvqa.reag.critic_eval import (  # noqa: E402
            threshold_sweep,
 )
 from kbvqa.reag.critic_train import CriticTrainConfig, critic_training_examples, train_critic  # noqa: E402
-from kbvqa.reag.ladder import real_subset_ladder  # noqa: E402
+from kbvqa.reag.ladder import committed_model, real_subset_ladder  # noqa: E402
 from kbvqa.reag.paper import PAPER, paper_rows  # noqa: E402
 from kbvqa.reag.results import (  # noqa: E402
            CHEAP_RUNGS,
@@ -46,8 +46,8 @@ from kbvqa.reag.results import (  # noqa: E402
 from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
 
 __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
-            "cold_start_examples_for", "critic_items", "critic_table", "critic_training_examples", "generator_judge",
-            "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
+            "cold_start_examples_for", "committed_model", "critic_items", "critic_table", "critic_training_examples",
+            "generator_judge", "heldout_critic_items", "labels_of", "live_agreement", "load_records", "load_results",
             "paper_rows", "pipeline_kinds", "pipeline_separation", "real_subset_ladder", "summarise", "table_rows",
             "threshold_sweep", "train_critic"]
 

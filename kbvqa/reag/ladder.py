@@ -34,13 +34,14 @@ from pathlib import Path
 from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
-from kbvqa.experiments.work import map_in_chunks, trained_model
+from kbvqa.experiments.work import load_saved_model, map_in_chunks, trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
+from kbvqa.reag.critic_train import CriticTrainConfig
 from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
-from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RUNG_BY_NAME, RUNGS, Rung
+from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RESULTS_DIR, RUNG_BY_NAME, RUNGS, Rung
 from kbvqa.reag.rewards import format_reward
 from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 from kbvqa.retrieval.subject_grounding import get_grounder
@@ -246,6 +247,21 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
         if work is not None:
             work.drop_data(f"rung_{rung.name}")
     return out
+
+
+def committed_model(kind: str, out: Path | None = None):
+    """The ladder's trained ``kind`` ("critic", "sft", "cold_start" or "rl") as the committed run saved
+    it (``out/models/<kind>.pt``, ``out`` the results folder): the role's shipped model given the
+    trained weights, so a chapter reruns a trained rung, or rescores with the trained critic,
+    without training. A results folder without that model raises ``FileNotFoundError``."""
+    if kind not in ("critic", "sft", "cold_start", "rl"):
+        raise ValueError(f"kind must be 'critic', 'sft', 'cold_start' or 'rl', got {kind!r}")
+    path = Path(out or RESULTS_DIR) / "models" / f"{kind}.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the committed run did not ship its {kind} model")
+    if kind == "critic":      # trained as ``train_ladder_critic`` trains it
+        return load_saved_model(path, load_vlm("critic"), lora=CriticTrainConfig().lora, freeze_vision=False)
+    return load_saved_model(path, load_vlm("rl_policy"))
 
 
 def trained_generator(kind: str, world, config: LadderConfig, log: dict, work=None, base=None):
