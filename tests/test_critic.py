@@ -28,6 +28,7 @@ from kbvqa.reag.critic import (
 )
 from kbvqa.reag.critic_eval import (
     critic_table,
+    evidence_items,
     filtering_stats,
     heldout_critic_items,
     labels_of,
@@ -288,3 +289,18 @@ def test_pipeline_separation_rejects_unscored_passages_and_bad_stages(world):
     record["coarse_scores"] = [None] * len(record["coarse"])
     with pytest.raises(ValueError, match="P\\(Yes\\)"):
         pipeline_separation(world, [q], {q.id: record})
+
+
+def test_evidence_items_give_the_tables_the_runs_scores(world):
+    q1, q2 = world.kbvqa_test[:2]
+    evidence = {q1.id: _pipeline_record(world, q1, 0.9, [0.05, 0.3], 0.02),
+                q2.id: _pipeline_record(world, q2, 0.08, [0.5], 0.2)}
+    items, scores = evidence_items(world, [q1, q2], evidence)
+    assert [p.id for p in items[0][1]] == evidence[q1.id]["coarse"] and scores[1] == [0.08, 0.5, 0.2]
+    row = filtering_stats(items, scores, 0.1)
+    assert row["evidence_kept"] == 0.5 and row["passages_after"] == 2.0      # q1 keeps 2 of 4, q2 keeps 2 of 3
+    evidence[q2.id]["coarse_scores"] = [None] * 3
+    with pytest.raises(ValueError, match="not scored"):
+        evidence_items(world, [q1, q2], evidence)
+    with pytest.raises(ValueError, match="stage"):
+        evidence_items(world, [q1], evidence, stage="merged")

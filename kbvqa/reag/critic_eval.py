@@ -10,6 +10,8 @@ the threshold sweep (Fig. 8) and the P(Yes) separation of relevant, hard and sof
   specificity (irrelevant dropped / irrelevant), precision, passages per query before/after, the
   share of queries whose evidence survives, the share with every passage filtered (j = 0).
 - ``critic_table(items, scores, thresholds)``: a "no critic" row and one row per threshold.
+- ``evidence_items(world, queries, evidence)``: the same items and the P(Yes) a ladder run kept
+  (``evidence.json``), for the tables above without a model.
 - ``pipeline_kinds`` / ``pipeline_separation(world, queries, evidence)``: the same separation on
   the passages retrieval really returned (a ladder's ``evidence`` records): the evidence against
   the same section of the other retrieved creatures (hard), the right creature's other sections
@@ -33,8 +35,8 @@ from kbvqa.prompts.formats import critic_negative
 from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
 from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 
-__all__ = ["critic_items", "critic_table", "filtering_stats", "generator_judge", "heldout_critic_items",
-           "labels_of", "pipeline_kinds", "pipeline_separation", "threshold_sweep"]
+__all__ = ["critic_items", "critic_table", "evidence_items", "filtering_stats", "generator_judge",
+           "heldout_critic_items", "labels_of", "pipeline_kinds", "pipeline_separation", "threshold_sweep"]
 SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
@@ -99,6 +101,23 @@ def filtering_stats(items: Sequence[tuple], scores: Sequence[Sequence[float]], t
             "passages_before": _ratio(sum(len(p) for _, p in items), n), "passages_after": _ratio(kept_total, n),
             "evidence_kept": _ratio(evidence_kept, evidence_queries), "all_filtered": _ratio(all_filtered, n),
             "relevant": tp + fn, "irrelevant": tn + fp}
+
+
+def evidence_items(world, queries, evidence: dict, stage: str = "coarse") -> tuple[list[tuple], list[list[float]]]:
+    """``(items, scores)`` for ``critic_table`` / ``threshold_sweep`` from a ladder's ``evidence``
+    records ({query id: record}, ``kbvqa.reag.ladder.retrieve_evidence``): each query's ``stage``
+    passages and the P(Yes) the run's critic gave them, so the tables need no model."""
+    if stage not in ("coarse", "fine"):
+        raise ValueError(f"stage must be 'coarse' or 'fine', got {stage!r}")
+    items, scores = [], []
+    for q in queries:
+        record = evidence[q.id]
+        if any(s is None for s in record[f"{stage}_scores"]):
+            raise ValueError(f"{q.id}: the {stage} passages were not scored by a critic")
+        items.append((q, [world.passage(p) for p in record[stage]]))
+        scores.append(list(record[f"{stage}_scores"]))
+    _check(items, scores)
+    return items, scores
 
 
 def pipeline_kinds(world, query, passage_ids: Sequence[str]) -> list[str]:
