@@ -229,3 +229,20 @@ def test_a_committed_model_is_the_trained_one(tmp_path, world):
         ladder.committed_model("rl", out)
     with pytest.raises(ValueError, match="kind"):
         ladder.committed_model("zero_shot", out)
+
+
+def test_the_shipped_critic_rescores_its_committed_evidence(tmp_path, world):
+    from kbvqa.models.checkpoints import role_model
+
+    work = WorkFolder(tmp_path / "work", "run")
+    trained = ladder_train.train_ladder_critic(world, CONFIG, work=work)
+    queries = world.kbvqa_test[:2]
+    evidence = ladder.retrieve_evidence(world, queries, trained, CONFIG)
+    out = tmp_path / "results"
+    (out / "models").mkdir(parents=True)
+    (out / "models" / "critic.pt").write_bytes((work.dir / "models" / "critic.pt").read_bytes())
+    got = ladder.critic_agreement(world, queries, evidence, CONFIG, role_model("critic"), out)
+    assert got["passages"] == sum(len(evidence[q.id]["coarse"]) for q in queries)
+    assert got["same_decision"] == 1.0 and got["max_difference"] <= 1e-3     # P(Yes) kept to 4 digits
+    skipped = ladder.critic_agreement(world, queries, evidence, CONFIG, "Qwen/another-critic", out)
+    assert skipped["passages"] == 0 and "another-critic" in skipped["skipped"]

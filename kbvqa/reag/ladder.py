@@ -264,6 +264,26 @@ def committed_model(kind: str, out: Path | None = None):
     return load_saved_model(path, load_vlm("rl_policy"))
 
 
+def critic_agreement(world, queries, evidence: dict, config: LadderConfig, critic_model: str,
+                     out: Path | None = None, stage: str = "coarse") -> dict:
+    """A live rescoring of ``queries``' ``stage`` passages by the critic that made ``evidence`` (the
+    shipped ``committed_model("critic")``), against the P(Yes) the run kept: the passages rescored,
+    the share whose Eq. 4 decision at the run's threshold is the same, and the largest |P(Yes)
+    difference| (bf16 on a GPU or another thread count moves the last digits). When the evidence
+    was made by another model than this profile's critic (``critic_model`` differs from
+    ``role_model("critic")``: the gpu profile scores it in the notebook) nothing is rescored."""
+    if critic_model != role_model("critic"):
+        return {"passages": 0, "same_decision": None, "max_difference": None,
+                "skipped": f"the evidence was scored by {critic_model}, not by this profile's critic"}
+    critic = Critic(committed_model("critic", out), CriticConfig.for_profile(threshold=config.threshold))
+    pairs = [(q, [world.passage(p) for p in evidence[q.id][stage]]) for q in queries]
+    live = [s for row in critic.score_many(pairs) for s in row]
+    kept = [s for q in queries for s in evidence[q.id][f"{stage}_scores"]]
+    same = [(a > config.threshold) == (b > config.threshold) for a, b in zip(live, kept)]
+    return {"passages": len(live), "same_decision": round(sum(same) / len(same), 4) if same else None,
+            "max_difference": round(max((abs(a - b) for a, b in zip(live, kept)), default=0.0), 4)}
+
+
 def trained_generator(kind: str, world, config: LadderConfig, log: dict, work=None, base=None):
     """``train_generator(kind)`` (``base``: the model it starts from, a copy of the cold start for
     "rl"), or the generator a run saved in ``work`` read back into a fresh ``rl_policy`` model."""
