@@ -35,7 +35,8 @@ PROFILES = ("cpu", "gpu")
 #: moves them part by part: each part asks for roles of its own (RCTS generator + reasoner, SeRTS
 #: searcher, ReAG rl_policy + critic, MOLT judge, the end-to-end pipeline reag_generator), so one
 #: part can move at a time. It lives here, below the models, because it also sets the picture size.
-CPU_READER_ROLES = frozenset({"reader", "judge", "searcher", "generator", "reasoner"})
+CPU_READER_ROLES = frozenset({"reader", "judge", "searcher", "generator", "reasoner", "critic", "rl_policy",
+                              "reag_generator"})
 READER_IMAGE_SIZE = 112   # the reader's vision tower input (the toy world's own size): pixels a side
 TINY_IMAGE_SIZE = 56      # the tiny VLM's views: the 112-px view downscaled, boxes scaled with it
 
