@@ -116,8 +116,7 @@ def test_profile_decides_prompts_and_pictures(monkeypatch):
     configs = (PipelineConfig, SFTDataConfig, CriticConfig, CriticTrainConfig, GroundingConfig)
     for cls in configs:                     # cpu: what the model of the config's role was trained on
         cfg = cls()
-        size = 112 if cls is SFTDataConfig else 56      # the judge (MOLT's SFT data) is the reader, the rest tiny
-        assert (cfg.short_prompts, cfg.image_size) == (True, size), cls
+        assert (cfg.short_prompts, cfg.image_size) == (True, 112), cls      # every role's model: the reader
     assert SeRTSConfig().short_prompts is True
     assert PipelineConfig(image_size=None, short_prompts=False).image_size is None     # explicit values stay
     assert profile_value("image_size", 112) == 112 and profile_value("image_size", PROFILE_DEFAULT) == 56
@@ -137,9 +136,12 @@ def test_picture_size_follows_the_model_that_plays_the_role(monkeypatch):
     from kbvqa.config import PROFILE_DEFAULT, READER_IMAGE_SIZE, TINY_IMAGE_SIZE, plays_reader, profile_value
 
     cpu, gpu = Profile("cpu", "cpu", 1.0, 10), Profile("gpu", "cuda", 4.0, 10)
-    assert plays_reader("reader") and plays_reader("judge") and not plays_reader("critic") and not plays_reader(None)
-    assert cpu.image_size_of("reader") == READER_IMAGE_SIZE == 112 and cpu.image_size_of("critic") == TINY_IMAGE_SIZE
+    assert plays_reader("reader") and plays_reader("critic") and not plays_reader("rl_policy_large")
+    assert not plays_reader(None) and cpu.image_size_of("rl_policy_large") == TINY_IMAGE_SIZE
+    assert cpu.image_size_of("reader") == READER_IMAGE_SIZE == 112
     assert cpu.image_size == TINY_IMAGE_SIZE and gpu.image_size_of("reader") is None
+    monkeypatch.setattr(config, "CPU_READER_ROLES", frozenset({"reader"}))       # a part moved back to the tiny model
+    assert not plays_reader("critic") and cpu.image_size_of("critic") == TINY_IMAGE_SIZE
     monkeypatch.setattr(config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
     assert plays_reader("critic") and cpu.image_size_of("critic") == 112 and cpu.image_size_of("judge") == 56
     assert profile_value("image_size", PROFILE_DEFAULT, cpu, role="critic") == 112

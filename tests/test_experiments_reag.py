@@ -115,7 +115,7 @@ def test_the_evidence_follows_the_critic_model(monkeypatch):
     assert committed["fingerprint"] == ladder.evidence_fingerprint(LadderConfig()), "committed evidence is current"
     assert evidence_models() == (committed["fingerprint"], committed["critic_model"])
     before, row_before = ladder.evidence_fingerprint(LadderConfig()), row_fingerprint(ROWS[0])
-    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES - {"critic"})
     assert ladder.evidence_fingerprint(LadderConfig()) != before
     assert row_fingerprint(ROWS[0]) == row_before, "the rows change with the evidence file, not the role alone"
     monkeypatch.setattr("kbvqa.experiments.pipeline_ablation.run.evidence_models", lambda *a: ("new-evidence", "x"))

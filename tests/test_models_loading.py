@@ -191,7 +191,8 @@ def test_hub_style_layout_loads_without_torchvision(family, processor_class, tmp
 
 
 def test_load_vlm_picks_weights_by_profile(monkeypatch):
-    """cpu profile -> the shipped tiny checkpoint; gpu profile -> the hub id of the role."""
+    """cpu profile -> the shipped tiny checkpoint for a role the reader does not play (``rl_policy_large``,
+    which no chapter loads); gpu profile -> the hub id of the role."""
     import kbvqa.models.checkpoints as checkpoints
     from kbvqa.config import Profile
     from kbvqa.models import VLM, load_vlm
@@ -199,7 +200,7 @@ def test_load_vlm_picks_weights_by_profile(monkeypatch):
     calls = {}
     monkeypatch.setattr(checkpoints, "load_tiny_vlm", lambda **kw: calls.setdefault("tiny", kw) or "tiny")
     monkeypatch.setattr(VLM, "from_pretrained", classmethod(lambda cls, p, **kw: calls.setdefault("hub", (p, kw))))
-    load_vlm("critic", Profile("cpu", "cpu", 1.0, 10))
+    load_vlm("rl_policy_large", Profile("cpu", "cpu", 1.0, 10))
     assert "tiny" in calls and "hub" not in calls
     load_vlm("critic", Profile("gpu", "cuda", 4.0, 10))
     assert calls["hub"] == ("Qwen/Qwen2.5-VL-3B-Instruct", {"device": "cuda"})

@@ -242,10 +242,10 @@ def test_every_committed_table_was_made_by_the_model_its_role_gives_now(monkeypa
 
     assert stale_tables(made_by, role_model) == {}, "re-run these tables with the model their role gives"
     reader = f"reader:{reader_fingerprint()}"
-    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES | {"critic"})
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES - {"critic"})
+    tiny = role_model("critic")                        # the critic moved back to the tiny model
     assert stale_tables(made_by, role_model) == {      # the pipeline reads the critic's scores (evidence.json)
-        "reag/results.json": (made_by["reag/results.json"]["critic"], reader),
-        "pipeline/results.json": (made_by["pipeline/results.json"]["critic"], reader)}
+        "reag/results.json": (reader, tiny), "pipeline/results.json": (reader, tiny)}
     monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", frozenset({"reader", "critic"}))    # and a role moved back
     assert stale_tables(made_by, role_model)["molt/results.json"] == (made_by["molt/results.json"]["judge"],
                                                                       checkpoints.role_model("judge", cpu))
