@@ -282,3 +282,14 @@ def test_reag_whys_are_read_from_the_run():
     assert "for 19% (-54%)" in why["coarse_critic"] and "0.48 before training, 0.46 after" in why["coarse_critic"]
     del results["by_split"]
     assert "coarse retrieval: 90%" in _reag_why(results, "the reader")["coarse_critic"]
+
+
+def test_serts_why_is_read_from_the_search_records(monkeypatch):
+    from kbvqa.paper_vs_ours import parts
+
+    diagnostics = {"serts_12": {"nodes_with_new_gold": 0.0024, "questions_with_new_gold": 0.025,
+                                "grade_rubric_rho": -0.0418}}
+    monkeypatch.setattr(parts, "search_diagnostics", lambda records: diagnostics)
+    why = parts._serts_why([{"method": "serts_12"}], "reader")
+    assert "0.2% of the search's nodes (2% of questions)" in why and "rank correlation -0.04" in why
+    assert "BioASQ" in parts._serts_why([], "reader") and why.startswith("the reader model")

@@ -21,6 +21,7 @@ from kbvqa.rcts.results import read_runs
 from kbvqa.reag.results import RUNG_BY_NAME
 from kbvqa.reag.results import load_records as load_reag_records
 from kbvqa.serts import paper as serts_paper
+from kbvqa.serts.analysis import search_diagnostics
 from kbvqa.serts.results import load_records as load_serts_records
 
 
@@ -162,6 +163,19 @@ SERTS_SETUPS = ("model", "scripted")      # the model's search when the model is
                                           # checkpoint), else the scripted one: the tiny model's is not used
 
 
+def _serts_why(records: list[dict], searcher: str) -> str:
+    """Why the model's search ends where BM25 started, from its own node records
+    (``kbvqa.serts.analysis.search_diagnostics``, chapter 17)."""
+    d = search_diagnostics(records).get("serts_12") if records else None
+    if not d:
+        return f"the {searcher} model proposes and grades the queries on the toy literature corpus (BioASQ)"
+    return (f"the {searcher} model proposes and grades the queries: its queries bring a gold abstract that BM25's "
+            f"top five missed in {d['nodes_with_new_gold']:.1%} of the search's nodes "
+            f"({d['questions_with_new_gold']:.0%} of questions), and its grades do not follow the rubric "
+            f"(rank correlation {d['grade_rubric_rho']:+.2f}): "
+            "it can neither find nor tell a better set than BM25's (chapter 17)")
+
+
 def serts_effects(out: Path | None = None) -> list[Effect]:
     """SeRTS Tab. 3 (retrieval F1) and Tab. 6 (ROUGE-2 F1 of the answers), our scripted models
     standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
@@ -178,7 +192,7 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
     records = load_serts_records(name, out) if (out / "runs" / f"{name}.jsonl").exists() else []
     why = ("scripted proposer and evaluator on the toy literature corpus stand for GPT-3.5; answers are "
            f"written by the {searcher} model (ROUGE against toy ideal answers)") if name == "scripted" else \
-        f"the {searcher} model proposes and grades the queries on the toy literature corpus (BioASQ in the paper)"
+        _serts_why(records, searcher)
     specs = [("SeRTS (Sim 12) vs BM25", "Tab. 3 F1, GPT-3.5", "f1", "bm25", "serts_12",
               (tab3["bm25"]["any"][2], tab3["serts_12"]["gpt-3.5"][2])),
              ("SeRTS vs self-reflection (Sim 12)", "Tab. 3 F1, GPT-3.5", "f1", "reflection_12", "serts_12",
