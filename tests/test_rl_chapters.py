@@ -93,12 +93,17 @@ def test_stated_relevance_on_any_string():
     assert stated_relevance("") == "unstated" and stated_relevance(None) == "unstated"
 
 
-def test_cpu_profile_has_no_trace_writer_and_prompts_carry_the_evidence(world):
+def test_the_cpu_trace_writer_is_the_reader_and_prompts_carry_the_evidence(world, monkeypatch):
+    import kbvqa.config as kbvqa_config
     from kbvqa.config import get_profile
+    from kbvqa.reag import traces
 
     if get_profile().is_gpu:
         pytest.skip("cpu profile only")
-    assert load_trace_writer() is None
+    monkeypatch.setattr(traces, "load_vlm", lambda role, profile=None: f"the {role} model")
+    assert load_trace_writer() == "the reag_generator model"          # the reader, told each answer
+    monkeypatch.setattr(kbvqa_config, "CPU_READER_ROLES", kbvqa_config.CPU_READER_ROLES - {"reag_generator"})
+    assert load_trace_writer() is None                                  # the tiny model: templated traces
     q = world.kbvqa_test[0]
     (chat,) = grpo_prompts(world, [q])
     assert world.passage(q.evidence_ids[0]).text in _text(chat) and q.question in _text(chat)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kbvqa.config import get_profile
+from kbvqa.config import get_profile, plays_reader
 from kbvqa.data.schema import Query
 from kbvqa.metrics import official_correct
 from kbvqa.models.checkpoints import load_vlm
@@ -99,10 +99,12 @@ def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: in
 
 
 def load_trace_writer(profile=None):
-    """The teacher that writes traces: ``None`` in the cpu profile (use templated traces)."""
+    """The teacher that writes traces: the ``reag_generator`` role's model (gpu: a larger MLLM; cpu:
+    the reader, told each answer as supp. D's teacher is), or ``None`` where the cpu profile's role is
+    the tiny model (use templated traces)."""
 
     profile = profile or get_profile()
-    return load_vlm("reag_generator", profile=profile) if profile.is_gpu else None
+    return load_vlm("reag_generator", profile=profile) if profile.is_gpu or plays_reader("reag_generator") else None
 
 
 def grpo_prompts(world, queries: Sequence[Query], cfg=None) -> list[list[dict]]:
