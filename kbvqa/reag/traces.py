@@ -6,9 +6,10 @@
 - ``write_traces``: replace the templated trace of cold-start examples by the teacher's ``<think>``
   (the target answer is kept: the teacher is told it). An output without a usable trace keeps the
   template, and ``meta["trace_source"]`` says which one each example got.
-- ``load_trace_writer``: the teacher of the active profile: ``None`` in the cpu profile (no larger
-  model exists there, so the toy world's templated traces are used), the ``reag_generator``
-  checkpoint (Qwen2.5-VL-3B; ReAG used Qwen2.5-VL-7B) in the gpu profile.
+- ``load_trace_writer``: the teacher of the active profile, the ``reag_generator`` role's model: the
+  reader in the cpu profile (no larger model exists there: the student's own base model writes,
+  told each answer), the Qwen2.5-VL-3B checkpoint in the gpu profile (ReAG used Qwen2.5-VL-7B);
+  ``None`` where that role is the tiny model (the toy world's templated traces are used).
 - ``grpo_prompts``: generator prompts (I_q, q, p) with the evidence passage, one per query.
 - ``stated_relevance``, ``relevance_eval``: does a generated trace say the passage is relevant, and
   does the answer follow (gold answer with the evidence, "I don't know" with a negative passage)?
