@@ -216,18 +216,20 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
 
 
 def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, log: dict | None = None,
-              done: dict | None = None, on_records=None, work=None) -> dict[str, list[dict]]:
+              done: dict | None = None, on_records=None, work=None, generators: dict | None = None
+              ) -> dict[str, list[dict]]:
     """Records of each rung in ``rungs`` (names; default all) for ``queries``. Rungs listed in
     ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
     generators are built in order and the cold start is reused as the start of GRPO. With a ``work``
     folder (``kbvqa.experiments.work.WorkFolder``) each trained generator is saved as it is made and
     read back by a rerun, the SFT stages checkpoint every 10 steps, a rung's records are kept three
-    batches at a time (``map_in_chunks``) and ``log`` is saved beside them."""
+    batches at a time (``map_in_chunks``) and ``log`` is saved beside them. ``generators`` ({kind:
+    model}, e.g. ``{"rl": committed_model("rl")}``) are used as given instead of trained."""
     names = list(rungs or RUNG_BY_NAME)
     unknown = [n for n in names if n not in RUNG_BY_NAME]
     if unknown:
         raise ValueError(f"unknown rungs {unknown}; expected some of {list(RUNG_BY_NAME)}")
-    done, log, out, models = done or {}, log if log is not None else {}, {}, {}
+    done, log, out, models = done or {}, log if log is not None else {}, {}, dict(generators or {})
     for rung in (r for r in RUNGS + ORACLE_RUNGS if r.name in names and r.name not in done):
         kind = rung.generator
         if kind not in models:
