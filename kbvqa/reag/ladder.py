@@ -266,6 +266,17 @@ def committed_model(kind: str, out: Path | None = None):
     return load_saved_model(path, load_vlm("rl_policy"))
 
 
+def shipped_generators(results: dict, out: Path | None = None) -> dict:
+    """{"rl": the committed GRPO generator} when the committed run shipped it (``committed_model``)
+    and its ``rl_policy`` is this profile's (``results``' provenance), else {} (the gpu profile's
+    generator is another model: its trained rungs are not rerun in a notebook)."""
+    prov = results.get("provenance", {})
+    made_by = (prov.get("roles") or {}).get("rl_policy", prov.get("model"))
+    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / "rl.pt").exists():
+        return {}
+    return {"rl": committed_model("rl", out)}
+
+
 def critic_agreement(world, queries, evidence: dict, config: LadderConfig, critic_model: str,
                      out: Path | None = None, stage: str = "coarse") -> dict:
     """A live rescoring of ``queries``' ``stage`` passages by the critic that made ``evidence`` (the
