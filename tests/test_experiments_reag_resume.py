@@ -261,3 +261,13 @@ def test_shipped_generators_only_for_this_profiles_policy(tmp_path, world):
     assert set(ladder.shipped_generators(results, out)) == {"rl"}
     other = {"provenance": {"model": "Qwen/Qwen2.5-VL-3B-Instruct"}}
     assert ladder.shipped_generators(other, out) == {}, "made by another model than this profile's"
+
+
+def test_the_run_ships_its_critic_and_grpo_generator(tmp_path, world):
+    from kbvqa.experiments.reag_ladder.run import ship_models
+
+    work = WorkFolder(tmp_path / "work", "run")
+    assert ship_models(work, tmp_path / "out") == []
+    ladder_train.train_ladder_critic(world, CONFIG, work=work)
+    assert ship_models(work, tmp_path / "out") == ["critic"]
+    assert (tmp_path / "out" / "models" / "critic.pt").read_bytes() == (work.dir / "models" / "critic.pt").read_bytes()
