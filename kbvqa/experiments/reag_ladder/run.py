@@ -89,13 +89,14 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
     return {name: (finished.get(name) or new[name]) for name in (rungs or RUNG_BY_NAME)}, log
 
 
-SHIPPED_MODELS = ("critic", "rl")   # what the chapters rerun with (``kbvqa.reag.ladder.committed_model``)
+SHIPPED_MODELS = ("critic", "cold_start", "rl")   # what the chapters rerun with (``ladder.committed_model``)
 
 
 def ship_models(work: WorkFolder, out: Path) -> list[str]:
-    """Copy the trained critic and GRPO generator from the work folder into ``out/models/`` (LoRA
-    adapters, a few MB each): chapter 21 rescores with the committed critic and chapter 24 reruns the
-    "+ RL" rung on a few queries. Returns the names copied."""
+    """Copy the trained critic, cold start and GRPO generator from the work folder into ``out/models/``
+    (LoRA adapters, a few MB each): chapter 21 rescores with the committed critic, chapter 23 starts
+    its live GRPO steps from the cold start and chapter 24 reruns the "+ RL" rung on a few queries.
+    Returns the names copied."""
     copied = []
     for name in SHIPPED_MODELS:
         if work.has_model(name):
