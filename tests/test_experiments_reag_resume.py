@@ -259,6 +259,7 @@ def test_shipped_generators_only_for_this_profiles_policy(tmp_path, world):
     (out / "models").mkdir(parents=True)
     (out / "models" / "rl.pt").write_bytes((work.dir / "models" / "rl.pt").read_bytes())
     assert set(ladder.shipped_generators(results, out)) == {"rl"}
+    assert ladder.shipped_model("cold_start", results, out) is None, "the cold start was not shipped"
     other = {"provenance": {"model": "Qwen/Qwen2.5-VL-3B-Instruct"}}
     assert ladder.shipped_generators(other, out) == {}, "made by another model than this profile's"
 

@@ -266,15 +266,21 @@ def committed_model(kind: str, out: Path | None = None):
     return load_saved_model(path, load_vlm("rl_policy"))
 
 
-def shipped_generators(results: dict, out: Path | None = None) -> dict:
-    """{"rl": the committed GRPO generator} when the committed run shipped it (``committed_model``)
-    and its ``rl_policy`` is this profile's (``results``' provenance), else {} (the gpu profile's
-    generator is another model: its trained rungs are not rerun in a notebook)."""
+def shipped_model(kind: str, results: dict, out: Path | None = None):
+    """The committed run's trained ``kind`` (``committed_model``) when it shipped it and made it with
+    this profile's ``rl_policy`` (``results``' provenance), else None: the gpu profile's generator is
+    another model, so a chapter there uses what it trained itself."""
     prov = results.get("provenance", {})
     made_by = (prov.get("roles") or {}).get("rl_policy", prov.get("model"))
-    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / "rl.pt").exists():
-        return {}
-    return {"rl": committed_model("rl", out)}
+    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / f"{kind}.pt").exists():
+        return None
+    return committed_model(kind, out)
+
+
+def shipped_generators(results: dict, out: Path | None = None) -> dict:
+    """{"rl": the committed GRPO generator} where ``shipped_model`` has it, else {}."""
+    model = shipped_model("rl", results, out)
+    return {} if model is None else {"rl": model}
 
 
 def critic_agreement(world, queries, evidence: dict, config: LadderConfig, critic_model: str,
