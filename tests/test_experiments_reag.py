@@ -204,6 +204,15 @@ def test_run_rungs_cheap_rungs_with_a_fake_generator(world, monkeypatch):
     assert [r["passages"] for r in out["fine_critic"]] == [1] * 4
 
 
+def test_run_rungs_uses_given_generators_instead_of_training(world, monkeypatch):
+    queries = world.kbvqa_test[:2]
+    ev = {q.id: _evidence(q, [q.evidence_ids[0]], [q.evidence_ids[0]], [0.9], [0.9]) for q in queries}
+    monkeypatch.setattr(ladder, "trained_generator", lambda *a, **k: pytest.fail("a given generator is not trained"))
+    out = ladder.run_rungs(world, queries, ev, LadderConfig(), rungs=["rl"],
+                           generators={"rl": OracleGenerator(world, queries)})
+    assert [r["correct"] for r in out["rl"]] == [True, True]
+
+
 # ------------------------------------------------------------------------------ aggregation
 def _records(correct_by_rung: dict[str, list[bool]]) -> dict[str, list[dict]]:
     return {name: [{"id": f"q{i}", "answer_type": "string" if i % 2 else "numerical", "answer": str(c),

@@ -246,3 +246,29 @@ def test_the_shipped_critic_rescores_its_committed_evidence(tmp_path, world):
     assert got["same_decision"] == 1.0 and got["max_difference"] <= 1e-3     # P(Yes) kept to 4 digits
     skipped = ladder.critic_agreement(world, queries, evidence, CONFIG, "Qwen/another-critic", out)
     assert skipped["passages"] == 0 and "another-critic" in skipped["skipped"]
+
+
+def test_shipped_generators_only_for_this_profiles_policy(tmp_path, world):
+    from kbvqa.models.checkpoints import role_model
+
+    work = WorkFolder(tmp_path / "work", "run")
+    work.save_model("rl", ladder_train.train_generator("sft", world, CONFIG, base=tiny(), log={}))
+    out = tmp_path / "results"
+    results = {"provenance": {"model": role_model("rl_policy"), "roles": {"rl_policy": role_model("rl_policy")}}}
+    assert ladder.shipped_generators(results, out) == {}, "no model shipped"
+    (out / "models").mkdir(parents=True)
+    (out / "models" / "rl.pt").write_bytes((work.dir / "models" / "rl.pt").read_bytes())
+    assert set(ladder.shipped_generators(results, out)) == {"rl"}
+    assert ladder.shipped_model("cold_start", results, out) is None, "the cold start was not shipped"
+    other = {"provenance": {"model": "Qwen/Qwen2.5-VL-3B-Instruct"}}
+    assert ladder.shipped_generators(other, out) == {}, "made by another model than this profile's"
+
+
+def test_the_run_ships_its_critic_and_grpo_generator(tmp_path, world):
+    from kbvqa.experiments.reag_ladder.run import ship_models
+
+    work = WorkFolder(tmp_path / "work", "run")
+    assert ship_models(work, tmp_path / "out") == []
+    ladder_train.train_ladder_critic(world, CONFIG, work=work)
+    assert ship_models(work, tmp_path / "out") == ["critic"]
+    assert (tmp_path / "out" / "models" / "critic.pt").read_bytes() == (work.dir / "models" / "critic.pt").read_bytes()

@@ -216,18 +216,20 @@ def load_evidence(world, queries, config: LadderConfig, path: Path | None = None
 
 
 def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, log: dict | None = None,
-              done: dict | None = None, on_records=None, work=None) -> dict[str, list[dict]]:
+              done: dict | None = None, on_records=None, work=None, generators: dict | None = None
+              ) -> dict[str, list[dict]]:
     """Records of each rung in ``rungs`` (names; default all) for ``queries``. Rungs listed in
     ``done`` are skipped; ``on_records(rung, records)`` is called as each rung finishes. Trained
     generators are built in order and the cold start is reused as the start of GRPO. With a ``work``
     folder (``kbvqa.experiments.work.WorkFolder``) each trained generator is saved as it is made and
     read back by a rerun, the SFT stages checkpoint every 10 steps, a rung's records are kept three
-    batches at a time (``map_in_chunks``) and ``log`` is saved beside them."""
+    batches at a time (``map_in_chunks``) and ``log`` is saved beside them. ``generators`` ({kind:
+    model}, e.g. ``{"rl": committed_model("rl")}``) are used as given instead of trained."""
     names = list(rungs or RUNG_BY_NAME)
     unknown = [n for n in names if n not in RUNG_BY_NAME]
     if unknown:
         raise ValueError(f"unknown rungs {unknown}; expected some of {list(RUNG_BY_NAME)}")
-    done, log, out, models = done or {}, log if log is not None else {}, {}, {}
+    done, log, out, models = done or {}, log if log is not None else {}, {}, dict(generators or {})
     for rung in (r for r in RUNGS + ORACLE_RUNGS if r.name in names and r.name not in done):
         kind = rung.generator
         if kind not in models:
@@ -262,6 +264,23 @@ def committed_model(kind: str, out: Path | None = None):
     if kind == "critic":      # trained as ``train_ladder_critic`` trains it
         return load_saved_model(path, load_vlm("critic"), lora=CriticTrainConfig().lora, freeze_vision=False)
     return load_saved_model(path, load_vlm("rl_policy"))
+
+
+def shipped_model(kind: str, results: dict, out: Path | None = None):
+    """The committed run's trained ``kind`` (``committed_model``) when it shipped it and made it with
+    this profile's ``rl_policy`` (``results``' provenance), else None: the gpu profile's generator is
+    another model, so a chapter there uses what it trained itself."""
+    prov = results.get("provenance", {})
+    made_by = (prov.get("roles") or {}).get("rl_policy", prov.get("model"))
+    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / f"{kind}.pt").exists():
+        return None
+    return committed_model(kind, out)
+
+
+def shipped_generators(results: dict, out: Path | None = None) -> dict:
+    """{"rl": the committed GRPO generator} where ``shipped_model`` has it, else {}."""
+    model = shipped_model("rl", results, out)
+    return {} if model is None else {"rl": model}
 
 
 def critic_agreement(world, queries, evidence: dict, config: LadderConfig, critic_model: str,

@@ -14,6 +14,7 @@ settings, evidence and the rungs' runs (``kbvqa.reag.ladder``), the tables (``kb
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -88,6 +89,23 @@ def run_ladder(config: LadderConfig, out: Path = RESULTS_DIR, rungs=None,
     return {name: (finished.get(name) or new[name]) for name in (rungs or RUNG_BY_NAME)}, log
 
 
+SHIPPED_MODELS = ("critic", "cold_start", "rl")   # what the chapters rerun with (``ladder.committed_model``)
+
+
+def ship_models(work: WorkFolder, out: Path) -> list[str]:
+    """Copy the trained critic, cold start and GRPO generator from the work folder into ``out/models/``
+    (LoRA adapters, a few MB each): chapter 21 rescores with the committed critic, chapter 23 starts
+    its live GRPO steps from the cold start and chapter 24 reruns the "+ RL" rung on a few queries.
+    Returns the names copied."""
+    copied = []
+    for name in SHIPPED_MODELS:
+        if work.has_model(name):
+            (Path(out) / "models").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(work.dir / "models" / f"{name}.pt", Path(out) / "models" / f"{name}.pt")
+            copied.append(name)
+    return copied
+
+
 def main(argv=None) -> dict:
 
     parser = resumable_parser(__doc__.split("\n")[0], "--rungs", RUNG_BY_NAME, LadderConfig.limit,
@@ -116,6 +134,7 @@ def main(argv=None) -> dict:
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip(), invocations=invocations))
     write_results(results, args.out)
+    ship_models(work, args.out)
     print_table(results)
     return results
 
