@@ -235,6 +235,7 @@ def test_summarise_accuracy_intervals_and_paired_differences():
     assert rows["coarse"]["vs_previous"]["diff"] == pytest.approx(4 / 39, abs=1e-4)
     assert rows["rl"]["paper_infoseek"] == 43.3 and rows["traces"]["paper_evqa"] == 38.1
     assert rows["coarse"]["all_filtered"] is None and rows["coarse_critic"]["all_filtered"] == 0.0
+    assert rows["rl"]["accuracy_with_evidence"] == 1.0       # evidence_in == correct in these records
     assert set(rows["sft"]["by_type"]) == {"string", "numerical"}
     with pytest.raises(ValueError):
         res.summarise({})

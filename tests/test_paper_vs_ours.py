@@ -282,6 +282,11 @@ def test_reag_whys_are_read_from_the_run():
     assert "for 19% (-54%)" in why["coarse_critic"] and "0.48 before training, 0.46 after" in why["coarse_critic"]
     del results["by_split"]
     assert "coarse retrieval: 90%" in _reag_why(results, "the reader")["coarse_critic"]
+    results["rows"] += [{**row, "rung": "fine_critic", "format_reward": 1.0, "accuracy_with_evidence": 0.95},
+                        {**row, "rung": "sft", "format_reward": 0.0, "accuracy_with_evidence": 0.13}]
+    results["training"]["sft"] = {"steps": 150, "loss_start": 1.18, "loss_end": 0.07}
+    sft = _reag_why(results, "the reader")["sft"]
+    assert "template 100% -> 0%" in sft and "evidence is in context 95% -> 13%" in sft and "1.18 -> 0.07" in sft
 
 
 def test_serts_why_is_read_from_the_search_records(monkeypatch):

@@ -103,23 +103,36 @@ def _reag_why(results: dict, who: str) -> dict[str, str]:
                               f"{rows['fine_critic']['evidence_in_context']:.0%} of queries; the critic still "
                               "decides what the generator reads")
     if "sft" in train:
-        why["sft"] = (f"{train['sft']['steps']} steps of 8 on {config.get('train_examples', '?')} tuples (LoRA) of "
-                      f"{who}, loss {train['sft']['loss_start']} -> {train['sft']['loss_end']}; ReAG: a full "
-                      "fine-tune of a 3B model")
+        why["sft"] = (f"{train['sft']['steps']} steps of 8 on {config.get('train_examples', '?')} one-passage tuples "
+                      f"(LoRA) of {who}, loss {train['sft']['loss_start']} -> {train['sft']['loss_end']}"
+                      + _answers_moved(rows, "fine_critic", "sft") + "; ReAG: a full fine-tune of a 3B model")
     if "traces" in rows and "oracle_traces" in oracle and "oracle_zero_shot" in oracle:
         source = (f"{who}'s own, told each answer (supp. D)" if config.get("traces") == "model"
                   else "the toy world's templates")
         why["traces"] = (f"with the evidence alone the cold start moves {who} from "
                          f"{oracle['oracle_zero_shot']['accuracy']:.0%} to {oracle['oracle_traces']['accuracy']:.0%}; "
-                         f"its traces are {source}")
+                         f"its traces are {source}" + _answers_moved(rows, "sft", "traces"))
     if "rl" in train:
         rl = train["rl"]
         spread = rl.get("curves", {}).get("zero_spread_groups")
         flat = f", groups with no spread {sum(spread) / len(spread):.0%}" if spread else ""
         why["rl"] = (f"{rl['steps']} GRPO steps of {config.get('prompts_per_step', '?')} prompts, G = "
                      f"{config.get('group_size', '?')} (ReAG: 128 prompts, G = 8); accuracy reward "
-                     f"{rl['accuracy_reward_first5']} -> {rl['accuracy_reward_last5']}{flat}")
+                     f"{rl['accuracy_reward_first5']} -> {rl['accuracy_reward_last5']}{flat}"
+                     + _answers_moved(rows, "traces", "rl"))
     return why
+
+
+def _answers_moved(rows: dict, before: str, after: str) -> str:
+    """", outputs in the think-then-answer template a -> b, accuracy where the evidence is in context
+    c -> d" for two ladder rows (empty for rows without those fields)."""
+    a, b = rows.get(before, {}), rows.get(after, {})
+    keys = ("format_reward", "accuracy_with_evidence")
+    if any(r.get(k) is None for r in (a, b) for k in keys):
+        return ""
+    return (f", outputs in the think-then-answer template {a['format_reward']:.0%} -> {b['format_reward']:.0%}, "
+            f"accuracy where the evidence is in context {a['accuracy_with_evidence']:.0%} -> "
+            f"{b['accuracy_with_evidence']:.0%}")
 
 
 def reag_effects(out: Path | None = None) -> list[Effect]:

@@ -7,11 +7,12 @@
   with SFT alone (37.5), "+ traces" the row with SFT + reasoning (41.3), "+ RL" the full ReAG row
   (43.3). The paper's row "SFT + RL without reasoning" (39.6) has no rung here.
 - ``summarise(records)``: one row per rung: n, accuracy with its Wilson interval
-  (``kbvqa.metrics.intervals.wilson_interval``), accuracy by question type, the paired bootstrap against the
-  previous rung (same queries), mean passages read, evidence-in-context rate, all-filtered rate,
-  format reward, and the paper's numbers; ``diagnostics``: the same for the oracle rungs (each
-  generator with the evidence passage alone, not in the paper). ``write_results`` / ``load_results`` (JSON + CSV),
-  ``print_table``, ``table_rows`` (plain dicts for a DataFrame), ``kbvqa.viz.reag.draw_ladder`` (figure).
+  (``kbvqa.metrics.intervals.wilson_interval``), accuracy by question type, the paired bootstrap
+  against the previous rung (same queries), mean passages read, evidence-in-context rate, accuracy
+  where the evidence was in context, all-filtered rate, format reward, and the paper's numbers;
+  ``diagnostics``: the same for the oracle rungs (each generator with the evidence passage alone,
+  not in the paper). ``write_results`` / ``load_results`` (JSON + CSV), ``print_table``,
+  ``table_rows`` (plain dicts for a DataFrame), ``kbvqa.viz.reag.draw_ladder`` (figure).
 - ``split_rows(records)``: the ladder per InfoSeek split (unseen question: creatures the critic and the
   generators were trained on; unseen entity: new ones), each step's paired difference within the split.
 - ``live_agreement(live, results)``: a live rerun of some rungs on a few queries against the
@@ -98,6 +99,7 @@ def summarise(records: dict[str, list[dict]], **extra) -> dict:
                "by_type": {t: _mean(r["correct"] for r in recs if r["answer_type"] == t) for t in types},
                "passages": _mean(r["passages"] for r in recs),
                "evidence_in_context": _mean(r["evidence_in"] for r in recs),
+               "accuracy_with_evidence": _mean(r["correct"] for r in recs if r["evidence_in"]),
                "all_filtered": _mean(r["passages"] == 0 for r in recs) if RUNG_BY_NAME[name].critic else None,
                "format_reward": _mean(r["format"] for r in recs),
                "paper_evqa": p["evqa_single_hop"], "paper_infoseek": p["infoseek_all"]}
