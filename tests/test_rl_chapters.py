@@ -48,12 +48,23 @@ class FakeTeacher:
         return [[o] for o in self.outputs]
 
 
+def _stating(example, text="It is a kibek."):
+    """A teacher's output whose trace states the relevance of ``example``'s label."""
+    said = "The passage is relevant." if example.meta["relevant"] else "The passage is not relevant."
+    return f"<think>{text} {said}</think><answer>wrong</answer>"
+
+
 def test_write_traces_keeps_answers_and_falls_back_to_the_template(world):
-    examples = cold_start_examples(world, 3, seed=1)
-    teacher = FakeTeacher(["<think>It is a kibek.</think><answer>wrong</answer>", "no tags at all", ""])
+    examples = cold_start_examples(world, 4, seed=1)
+    wrong = "The passage is not relevant." if examples[3].meta["relevant"] else "The passage is relevant."
+    teacher = FakeTeacher([_stating(examples[0]), "no tags at all", "",
+                           f"<think>It is a kibek. {wrong}</think><answer>x</answer>"])   # states the other label
     out = write_traces(teacher, world, examples)
-    assert [e.meta["trace_source"] for e in out] == ["teacher", "template", "template"]
-    assert parse_think_answer(out[0].completion).think == "It is a kibek."
+    assert [e.meta["trace_source"] for e in out] == ["teacher", "template", "template", "template"]
+    assert parse_think_answer(out[0].completion).think.startswith("It is a kibek.")
+    assert out[3].completion == examples[3].completion, "a trace against its label keeps the template"
+    raw = write_traces(teacher, world, examples, check=False)
+    assert [e.meta["trace_source"] for e in raw] == ["teacher", "template", "template", "teacher"]
     for old, new in zip(examples, out):
         assert parse_think_answer(new.completion).answer == parse_think_answer(old.completion).answer
     assert out[1].completion == examples[1].completion
@@ -70,17 +81,24 @@ def test_the_ladder_cold_start_reads_model_written_traces_when_asked(world, monk
 
     asked = []
 
-    class Writer:
+    class Writer:          # states the label its prompt gives, except on the first tuple
         def generate(self, prompts, n=1, **kwargs):
-            return [["<think>The picture shows a kibek.</think><answer>x</answer>"] for _ in prompts]
+            said = ["The passage is not relevant." if "**Irrelevant**" in _text(p[-1:]) else "The passage is relevant."
+                    for p in prompts]                      # the user turn (the system's examples hold both)
+            said[0] = "It says nothing about relevance."
+            return [[f"<think>The picture shows a kibek. {s}</think><answer>x</answer>"] for s in said]
 
     monkeypatch.setattr(ladder_train, "load_vlm", lambda role, **kw: asked.append(role) or Writer())
     config = LadderConfig(train_examples=4, traces="model", trace_tokens=8)
-    written = ladder_train.training_examples(world, config, traces=True)
-    assert asked == ["reag_generator"] and {e.meta["trace_source"] for e in written} == {"teacher"}
+    log = {}
+    written = ladder_train.training_examples(world, config, traces=True, log=log)
+    assert asked == ["reag_generator"]
+    assert [e.meta["trace_source"] for e in written] == ["template", "teacher", "teacher", "teacher"]
+    assert log["traces"]["written"] == 4 and log["traces"]["from_model"] == 3
     templated = ladder_train.training_examples(world, LadderConfig(train_examples=4), traces=True)
-    for w, t in zip(written, templated):
-        assert parse_think_answer(w.completion).think == "The picture shows a kibek."
+    assert written[0].completion == templated[0].completion, "the trace that states no relevance is rejected"
+    for w, t in zip(written[1:], templated[1:]):
+        assert parse_think_answer(w.completion).think.startswith("The picture shows a kibek.")
         assert parse_think_answer(w.completion).answer == parse_think_answer(t.completion).answer
     ladder_train.training_examples(world, config, traces=False)
     assert asked == ["reag_generator"]
@@ -132,3 +150,30 @@ def test_figures_are_closed_and_plot_the_curves():
     assert list(logged[1].axes[0].lines[0].get_ydata()) == [0.1, 0.3, 0.2]
     with pytest.raises(ValueError):
         draw_grpo_curves({})
+
+
+def test_a_trace_writer_that_ignores_the_prompt_is_not_asked_on(world, monkeypatch):
+    from kbvqa.reag import ladder_train
+    from kbvqa.reag.ladder import LadderConfig
+
+    asked = []
+
+    class Writer:
+        def __init__(self, follows):
+            self.follows = follows
+
+        def generate(self, prompts, n=1, **kwargs):
+            asked.append(len(prompts))
+            said = ["not relevant" if "**Irrelevant**" in _text(p[-1:]) else "relevant" for p in prompts]
+            return [[f"<think>The passage is {s if self.follows else 'about a kibek'}.</think><answer>x</answer>"]
+                    for s in said]
+
+    config = LadderConfig(train_examples=6, traces="model", trace_tokens=8)
+    examples = ladder_train.cold_start_examples(world, 6, seed=0)
+    for follows, expected in ((False, [2]), (True, [2, 2, 2])):
+        asked.clear()
+        monkeypatch.setattr(ladder_train, "load_vlm", lambda role, follows=follows, **kw: Writer(follows))
+        log = {}
+        out = ladder_train.model_traces(world, examples, config, log=log, chunk=2)
+        assert asked == expected and len(out) == 6 and log["traces"]["asked"] == sum(expected)
+        assert log["traces"]["from_model"] == (6 if follows else 0)

@@ -30,7 +30,7 @@ from kbvqa.prompts.formats import Example
 from kbvqa.reag import cold_start_examples
 from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
 from kbvqa.reag.rewards import reag_grpo_rewards
-from kbvqa.reag.traces import grpo_prompts, write_traces
+from kbvqa.reag.traces import checked_trace, grpo_prompts, write_traces
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
@@ -67,7 +67,11 @@ def model_traces(world, examples, config, work=None, log: dict | None = None, ch
     """``write_traces`` by the ``reag_generator`` role's model for ``examples``, ``chunk`` at a time
     (a multiple of the generate batch, so the batches are those of one call). With a ``work`` folder
     each chunk's traces are kept as written (``data/traces.json``) and a rerun writes only the rest;
-    traces kept for other examples raise ``ValueError``. ``log["traces"]``: count and seconds."""
+    traces kept for other examples raise ``ValueError``. A trace that does not follow its label keeps
+    the template (``checked_trace``); when, after a chunk, under ``MIN_USABLE_TRACES`` of the traces
+    written so far follow theirs, the writer is not asked again and the rest keep their templates
+    (an hour of CPU saved on a writer that ignores the prompt). ``log["traces"]``: count, seconds,
+    tuples asked, traces written and kept."""
 
     def key(e):
         return [list(e.meta["query_ids"]), list(e.meta["passage_ids"])]
@@ -76,22 +80,40 @@ def model_traces(world, examples, config, work=None, log: dict | None = None, ch
     done = saved["traces"]
     if [d["key"] for d in done] != [key(e) for e in examples[: len(done)]]:
         raise ValueError("the kept traces are for other examples (another seed or split): rerun with --fresh")
-    out = [Example(e.prompt, d["completion"], e.task, meta={**e.meta, "trace_source": d["source"]})
-           for e, d in zip(examples, done)]
     writer, t0 = None, time.perf_counter()
     for start in range(len(done), len(examples), chunk):
+        if done and _usable_share(examples, done) < MIN_USABLE_TRACES:
+            break                      # the writer does not follow the prompt: the rest keep their templates
         writer = writer or load_vlm("reag_generator")
         new = write_traces(writer, world, examples[start:start + chunk], max_new_tokens=config.trace_tokens,
-                           seed=config.seed, batch_size=config.batch_size, cfg=role_mix_config("reag_generator"))
-        out += new
+                           seed=config.seed, batch_size=config.batch_size, cfg=role_mix_config("reag_generator"),
+                           check=False)                        # kept as written; checked below
         done += [{"key": key(e), "completion": e.completion, "source": e.meta["trace_source"]} for e in new]
         if work is not None:
             work.save_data("traces", {"seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
                                       "traces": done})
+    out = [checked_trace(e, d["completion"]) if d["source"] == "teacher" else
+           Example(e.prompt, e.completion, e.task, meta={**e.meta, "trace_source": "template"})
+           for e, d in zip(examples, done)]
+    out += [Example(e.prompt, e.completion, e.task, meta={**e.meta, "trace_source": "template"})
+            for e in examples[len(done):]]            # not asked (see MIN_USABLE_TRACES)
     if log is not None:
         log["traces"] = {"n": len(out), "seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
-                         "from_model": sum(e.meta["trace_source"] == "teacher" for e in out)}
+                         "asked": len(done), "written": sum(d["source"] == "teacher" for d in done),
+                         "from_model": sum(e.meta["trace_source"] == "teacher" for e in out),
+                         "from_model_relevant": sum(e.meta["trace_source"] == "teacher" for e in out
+                                                    if e.meta["relevant"])}
     return out
+
+
+MIN_USABLE_TRACES = 0.05   # below this share of label-following traces the writer is not asked on
+
+
+def _usable_share(examples, done) -> float:
+    """The share of the traces written so far that state the relevance of their label."""
+    ok = [d["source"] == "teacher" and checked_trace(e, d["completion"]).meta["trace_source"] == "teacher"
+          for e, d in zip(examples, done)]
+    return sum(ok) / len(ok)
 
 
 def train_generator(kind: str, world, config, base=None, log: dict | None = None, work=None):

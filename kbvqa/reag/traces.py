@@ -4,8 +4,9 @@
   (``kbvqa/prompts/reag_trace*.txt``) for one (I_q, q, p, y) tuple; the two worked examples the paper
   leaves as placeholders are filled with templated toy traces (``cold_start_trace``).
 - ``write_traces``: replace the templated trace of cold-start examples by the teacher's ``<think>``
-  (the target answer is kept: the teacher is told it). An output without a usable trace keeps the
-  template, and ``meta["trace_source"]`` says which one each example got.
+  (the target answer is kept: the teacher is told it). A trace that does not state the relevance
+  of its label, as supp. D's prompt says it must (``trace_follows_label``), keeps the template
+  (``checked_trace``), and ``meta["trace_source"]`` says which one each example got.
 - ``load_trace_writer``: the teacher of the active profile, the ``reag_generator`` role's model: the
   reader in the cpu profile (no larger model exists there: the student's own base model writes,
   told each answer), the Qwen2.5-VL-3B checkpoint in the gpu profile (ReAG used Qwen2.5-VL-7B);
@@ -70,11 +71,12 @@ def trace_writer_prompt(world, q: Query, passage, relevant: bool, answer: str, c
 
 
 def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: int = 256,
-                 seed: int = 0, batch_size: int = 8, cfg=None) -> list[Example]:
+                 seed: int = 0, batch_size: int = 8, cfg=None, check: bool = True) -> list[Example]:
     """Cold-start examples whose traces the ``teacher`` VLM wrote (greedy); the answers are kept.
     ``teacher=None`` (cpu profile) keeps the templated traces. ``cfg`` (a ``PretrainMixConfig``) is
     the format of the teacher's own prompt (``role_mix_config`` of its role); the examples' prompts,
-    which the student trains on, are kept as they are."""
+    which the student trains on, are kept as they are. ``check=False`` keeps every trace the teacher
+    wrote, unchecked (a run that keeps them and applies ``checked_trace`` later)."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
     if teacher is None:
@@ -93,10 +95,30 @@ def write_traces(teacher, world, examples: Sequence[Example], max_new_tokens: in
     out = []
     for ex, answer, texts in zip(examples, answers, outputs):
         think = parse_think_answer(texts[0]).think.strip()
-        source = "teacher" if think else "template"
-        completion = f"<think>{think}</think><answer>{answer}</answer>" if think else ex.completion
-        out.append(Example(ex.prompt, completion, ex.task, meta={**ex.meta, "trace_source": source}))
+        completion = f"<think>{think}</think><answer>{answer}</answer>" if think else ""
+        if check:
+            out.append(checked_trace(ex, completion))
+        else:
+            out.append(Example(ex.prompt, completion or ex.completion, ex.task,
+                               meta={**ex.meta, "trace_source": "teacher" if think else "template"}))
     return out
+
+
+def trace_follows_label(think: str, relevant: bool) -> bool:
+    """Does a teacher's trace do what supp. D's system prompt says it MUST: "explicitly state, within
+    your reasoning trace, whether the passage is relevant or not" as labelled (``stated_relevance``)?"""
+    return stated_relevance(f"<think>{think}</think>") == ("relevant" if relevant else "irrelevant")
+
+
+def checked_trace(example: Example, completion: str) -> Example:
+    """``example`` (its templated completion) with the teacher's ``completion`` when that holds a trace
+    that states the relevance of its label (``trace_follows_label``: a rejection filter, as
+    DeepSeek-R1 filters its cold-start data), else with its template; ``meta["trace_source"]`` says
+    which."""
+    think = parse_think_answer(completion).think.strip() if completion else ""
+    ok = bool(think) and trace_follows_label(think, example.meta["relevant"])
+    return Example(example.prompt, completion if ok else example.completion, example.task,
+                   meta={**example.meta, "trace_source": "teacher" if ok else "template"})
 
 
 def load_trace_writer(profile=None):

@@ -4,7 +4,8 @@
   prompt (Table 11, ``molt_grounding``) with ``[x1, y1, x2, y2]`` in pixels of the image as it saw
   it (112 px for the reader, 56 for the tiny model), parsed by ``model_card.parse_box`` and scaled
   back to the picture's pixels. It is asked with the whole question, as MOLT does and as the
-  models were trained (the subject is in the question); ``GroundingConfig(text="subject")`` asks with "this <subject>" instead.
+  models were trained (the subject is in the question); ``GroundingConfig(text="subject")`` asks
+  with "this <subject>" instead.
 - ``GroundingDinoGrounder`` (gpu profile): ReAG's detector, GroundingDINO, through transformers'
   ``AutoModelForZeroShotObjectDetection``, prompted with the subject phrase (``subject.py``); the
   highest-scoring box wins. Loaded lazily, never downloaded in tests. ``KBVQA_GROUNDER`` (a hub id
