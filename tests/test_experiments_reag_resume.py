@@ -272,3 +272,17 @@ def test_the_run_ships_its_critic_and_grpo_generator(tmp_path, world):
     ladder_train.train_ladder_critic(world, CONFIG, work=work)
     assert ship_models(work, tmp_path / "out") == ["critic"]
     assert (tmp_path / "out" / "models" / "critic.pt").read_bytes() == (work.dir / "models" / "critic.pt").read_bytes()
+
+
+def test_grpo_starts_from_the_shipped_cold_start_or_a_short_one(tmp_path, world, monkeypatch):
+    from kbvqa.models.checkpoints import role_model
+
+    results = {"provenance": {"model": role_model("rl_policy")}}
+    policy, curve = ladder_train.cold_started_policy(world, results, steps=1, out=tmp_path)
+    assert curve is not None and len(curve.loss) == 1, "nothing shipped: a short cold start"
+    work = WorkFolder(tmp_path / "work", "run")
+    work.save_model("cold_start", policy)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "cold_start.pt").write_bytes((work.dir / "models" / "cold_start.pt").read_bytes())
+    shipped, curve = ladder_train.cold_started_policy(world, results, steps=1, out=tmp_path)
+    assert curve is None and all(__import__("torch").equal(trainable(shipped)[n], p) for n, p in trainable(policy).items())

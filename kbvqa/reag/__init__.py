@@ -32,10 +32,10 @@ from kbvqa.reag.critic_eval import (  # noqa: E402
            threshold_sweep,
 )
 from kbvqa.reag.critic_train import CriticTrainConfig, critic_training_examples, train_critic  # noqa: E402
-from kbvqa.reag.ladder import (  # noqa: E402
+from kbvqa.reag.ladder import critic_agreement, real_subset_ladder  # noqa: E402
+from kbvqa.reag.ladder_train import (  # noqa: E402
+           cold_started_policy,
            committed_model,
-           critic_agreement,
-           real_subset_ladder,
            shipped_generators,
            shipped_model,
 )
@@ -53,11 +53,11 @@ from kbvqa.reag.results import (  # noqa: E402
 from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
 
 __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
-            "cold_start_examples_for", "committed_model", "critic_agreement", "critic_items", "critic_table",
-            "critic_training_examples", "evidence_items", "generator_judge", "heldout_critic_items", "labels_of",
-            "live_agreement", "load_records", "load_results", "paper_rows", "pipeline_kinds", "pipeline_separation",
-            "real_subset_ladder", "shipped_generators", "shipped_model", "summarise", "table_rows", "threshold_sweep",
-            "train_critic"]
+            "cold_start_examples_for", "cold_started_policy", "committed_model", "critic_agreement", "critic_items",
+            "critic_table", "critic_training_examples", "evidence_items", "generator_judge", "heldout_critic_items",
+            "labels_of", "live_agreement", "load_records", "load_results", "paper_rows", "pipeline_kinds",
+            "pipeline_separation", "real_subset_ladder", "shipped_generators", "shipped_model", "summarise",
+            "table_rows", "threshold_sweep", "train_critic"]
 
 # Shared pieces the chapters use with ReAG, re-exported so that a chapter imports one package (issue #16);
 # their home stays where it is: multi-level retrieval (§3.1, ``kbvqa.retrieval``), the answer chain of

@@ -34,14 +34,20 @@ from pathlib import Path
 from kbvqa.config import get_profile
 from kbvqa.data import DatasetNotAvailable, load_dataset
 from kbvqa.data.datasets import load_knowledge_base
-from kbvqa.experiments.work import load_saved_model, map_in_chunks, trained_model
+from kbvqa.experiments.work import map_in_chunks, trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
-from kbvqa.reag.critic_train import CriticTrainConfig
-from kbvqa.reag.ladder_train import copy_vlm, train_generator, train_ladder_critic
-from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RESULTS_DIR, RUNG_BY_NAME, RUNGS, Rung
+from kbvqa.reag.ladder_train import (  # noqa: F401
+    committed_model,
+    copy_vlm,
+    shipped_generators,
+    shipped_model,
+    train_generator,
+    train_ladder_critic,
+)
+from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RUNG_BY_NAME, RUNGS, Rung
 from kbvqa.reag.rewards import format_reward
 from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 from kbvqa.retrieval.subject_grounding import get_grounder
@@ -249,38 +255,6 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
         if work is not None:
             work.drop_data(f"rung_{rung.name}")
     return out
-
-
-def committed_model(kind: str, out: Path | None = None):
-    """The ladder's trained ``kind`` ("critic", "sft", "cold_start" or "rl") as the committed run saved
-    it (``out/models/<kind>.pt``, ``out`` the results folder): the role's shipped model given the
-    trained weights, so a chapter reruns a trained rung, or rescores with the trained critic,
-    without training. A results folder without that model raises ``FileNotFoundError``."""
-    if kind not in ("critic", "sft", "cold_start", "rl"):
-        raise ValueError(f"kind must be 'critic', 'sft', 'cold_start' or 'rl', got {kind!r}")
-    path = Path(out or RESULTS_DIR) / "models" / f"{kind}.pt"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the committed run did not ship its {kind} model")
-    if kind == "critic":      # trained as ``train_ladder_critic`` trains it
-        return load_saved_model(path, load_vlm("critic"), lora=CriticTrainConfig().lora, freeze_vision=False)
-    return load_saved_model(path, load_vlm("rl_policy"))
-
-
-def shipped_model(kind: str, results: dict, out: Path | None = None):
-    """The committed run's trained ``kind`` (``committed_model``) when it shipped it and made it with
-    this profile's ``rl_policy`` (``results``' provenance), else None: the gpu profile's generator is
-    another model, so a chapter there uses what it trained itself."""
-    prov = results.get("provenance", {})
-    made_by = (prov.get("roles") or {}).get("rl_policy", prov.get("model"))
-    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / f"{kind}.pt").exists():
-        return None
-    return committed_model(kind, out)
-
-
-def shipped_generators(results: dict, out: Path | None = None) -> dict:
-    """{"rl": the committed GRPO generator} where ``shipped_model`` has it, else {}."""
-    model = shipped_model("rl", results, out)
-    return {} if model is None else {"rl": model}
 
 
 def critic_agreement(world, queries, evidence: dict, config: LadderConfig, critic_model: str,

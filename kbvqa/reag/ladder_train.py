@@ -8,6 +8,9 @@
   answer alone (``<answer>y</answer>``: the "SFT" rung without reasoning).
 - ``critic_heldout_auc``: the critic's separation of evidence from hard / soft negatives, before and
   after its training (chapter 21's held-out check).
+- ``committed_model`` / ``shipped_model`` / ``shipped_generators``: the trained models a committed run
+  shipped with its results (read back, no training); ``cold_started_policy``: GRPO's starting point
+  for a chapter (the shipped cold start, or a short one).
 - ``train_generator(kind)``: "sft" (Eq. 5 with alpha = 1, answer tokens only), "cold_start"
   (alpha = 0.8), "rl" (GRPO, Eq. 6-9, on evidence prompts of the train split, from a cold start);
   "zero_shot" returns the shipped model. ``copy_vlm`` copies a model before training it further.
@@ -20,15 +23,17 @@ from __future__ import annotations
 
 import copy
 import time
+from pathlib import Path
 
-from kbvqa.experiments.work import stage_checkpointing, trained_model
-from kbvqa.models.checkpoints import load_vlm
+from kbvqa.experiments.work import load_saved_model, stage_checkpointing, trained_model
+from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.models.vlm import VLM
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts.formats import Example
 from kbvqa.reag import cold_start_examples
 from kbvqa.reag.critic_train import CriticTrainConfig, train_critic
+from kbvqa.reag.results import RESULTS_DIR
 from kbvqa.reag.rewards import reag_grpo_rewards
 from kbvqa.reag.traces import checked_trace, grpo_prompts, write_traces
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
@@ -186,6 +191,52 @@ def critic_heldout_auc(world, config, work=None, n: int = 200) -> dict:
 
 def _rounded(values) -> list[float]:
     return [round(float(v), 4) for v in values]
+
+
+def committed_model(kind: str, out: Path | None = None):
+    """The ladder's trained ``kind`` ("critic", "sft", "cold_start" or "rl") as the committed run saved
+    it (``out/models/<kind>.pt``, ``out`` the results folder): the role's shipped model given the
+    trained weights, so a chapter reruns a trained rung, or rescores with the trained critic,
+    without training. A results folder without that model raises ``FileNotFoundError``."""
+    if kind not in ("critic", "sft", "cold_start", "rl"):
+        raise ValueError(f"kind must be 'critic', 'sft', 'cold_start' or 'rl', got {kind!r}")
+    path = Path(out or RESULTS_DIR) / "models" / f"{kind}.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the committed run did not ship its {kind} model")
+    if kind == "critic":      # trained as ``train_ladder_critic`` trains it
+        return load_saved_model(path, load_vlm("critic"), lora=CriticTrainConfig().lora, freeze_vision=False)
+    return load_saved_model(path, load_vlm("rl_policy"))
+
+
+def shipped_model(kind: str, results: dict, out: Path | None = None):
+    """The committed run's trained ``kind`` (``committed_model``) when it shipped it and made it with
+    this profile's ``rl_policy`` (``results``' provenance), else None: the gpu profile's generator is
+    another model, so a chapter there uses what it trained itself."""
+    prov = results.get("provenance", {})
+    made_by = (prov.get("roles") or {}).get("rl_policy", prov.get("model"))
+    if made_by != role_model("rl_policy") or not (Path(out or RESULTS_DIR) / "models" / f"{kind}.pt").exists():
+        return None
+    return committed_model(kind, out)
+
+
+def shipped_generators(results: dict, out: Path | None = None) -> dict:
+    """{"rl": the committed GRPO generator} where ``shipped_model`` has it, else {}."""
+    model = shipped_model("rl", results, out)
+    return {} if model is None else {"rl": model}
+
+
+def cold_started_policy(world, results: dict, steps: int, out: Path | None = None):
+    """``(policy, curve)``: what GRPO starts from ("initialized from the SFT cold-start phase", §3.4):
+    the committed ladder's cold start where ``shipped_model`` has it (curve None), else the
+    ``rl_policy`` model after ``steps`` of a cold start on 128 templated tuples of the train split
+    (chapter 22) and that run's ``SFTResult``."""
+    shipped = shipped_model("cold_start", results, out)
+    if shipped is not None:
+        return shipped, None
+    vlm = load_vlm("rl_policy")
+    curve = sft_train(vlm, cold_start_examples(world, 128, seed=0),
+                      SFTConfig(steps=steps, batch_size=8, warmup_steps=2, progress=False))
+    return vlm, curve
 
 
 def copy_vlm(vlm):
