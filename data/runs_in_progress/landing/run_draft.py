@@ -1,0 +1,10 @@
+"""python ~/notes/run_chapters.py NAME...: execute chapters (tools.nb_execute), write /tmp/executed_draft/<name>.ipynb, print time + error."""
+import sys, json
+sys.path.insert(0, "/work/reag-draft")
+from pathlib import Path
+from tools.nb_execute import execute_notebook, write_notebook
+for name in sys.argv[1:]:
+    p = next(Path("/work/reag-draft/notebooks").glob(f"{name}*.ipynb"))
+    ex = execute_notebook(p, timeout=900, env={"PYTHONPATH": "/work/reag-draft"})
+    write_notebook(ex, Path("/tmp/executed_draft"))
+    print(p.stem, f"{ex.seconds:.0f} s", ex.error or "ok", flush=True)
