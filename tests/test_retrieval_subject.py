@@ -165,8 +165,8 @@ class _FakeVLM:
 def test_vlm_grounder_parses_and_rescales():
     images = [Image.new("RGB", (112, 112)), Image.new("RGB", (112, 112)), Image.new("RGB", (224, 112))]
     fake = _FakeVLM(["[1, 2, 28, 30]", "no box here", "[28, 0, 0, 28]"])
-    boxes = VLMGrounder(fake).ground(images, ["What does this zorp eat?"] * 3)
-    assert boxes == [(2, 4, 56, 60), None, (0, 0, 112, 56)]
+    boxes = VLMGrounder(fake, GroundingConfig(image_size=56)).ground(images, ["What does this zorp eat?"] * 3)
+    assert boxes == [(2, 4, 56, 60), None, (0, 0, 112, 56)]       # shown at 56 px, boxes scaled back
     texts = [part["text"] for chat in fake.prompts for m in chat for part in m["content"] if part["type"] == "text"]
     assert any("56x56" in t for t in texts) and any("What does this zorp eat?" in t for t in texts)
     fake = _FakeVLM(["[]"])

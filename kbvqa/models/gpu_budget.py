@@ -127,7 +127,7 @@ CHAPTER_ROLES = {
     "16_serts_tree_search": ({"searcher"}, (), ()),
     "17_serts_experiments": (set(), (), ()),   # its live rerun loads the cpu profile's searcher, on the CPU
     "18_serts_ppo": ({"searcher"}, (), ("searcher",)),       # proposer + evaluator: named adapters on one base
-    "21_reag_critic": ({"critic", "rl_policy"}, (), ("critic",)),            # see CHAPTER_PHASES
+    "21_reag_critic": ({"critic"}, (), ("critic",)),     # frees the live critic before the ladder's one
     "22_reag_cold_start": ({"rl_policy"}, (), ("rl_policy",)),
     "23_reag_grpo": ({"rl_policy"}, (), ("rl_policy",)),
     "25_molt_candidates": ({"judge"}, (), ()),
@@ -139,10 +139,7 @@ CHAPTER_ROLES = {
 # Chapters whose training ends before they load the next model (``kbvqa.models.free_memory`` hands the
 # optimiser and activations back): their phases, each (roles, trained copies, trained in place) as in
 # CHAPTER_ROLES; the peak is the largest phase.
-CHAPTER_PHASES = {
-    "21_reag_critic": (({"critic"}, (), ("critic",)),        # train_critic(..., in_place=True): no copy
-                       ({"critic", "rl_policy"}, (), ())),   # then the tuned critic beside the generator
-}
+CHAPTER_PHASES: dict = {}     # none since chapter 21 stopped loading the generator beside its critic
 # Chapters known not to fit a 16 GB T4: chapter -> why. Empty since chapter 18 trains its proposer and
 # evaluator as two named LoRA adapters on one base (``kbvqa.models.adapters``) instead of two deep copies.
 OVER_BUDGET: dict[str, str] = {}
@@ -159,7 +156,7 @@ RETRIEVAL_MODELS = {GPU_ENCODER: (0.151, 0.61, 2), GPU_GROUNDER: (0.172, 0.69, 4
 CHAPTER_RETRIEVAL = {
     "11_rcts_hybrid_retrieval": (GPU_ENCODER,),
     "20_reag_retrieval": (GPU_ENCODER, GPU_GROUNDER),
-    "21_reag_critic": (GPU_ENCODER,),
+    "21_reag_critic": (GPU_ENCODER, GPU_GROUNDER),     # the ladder critic's evidence: coarse + fine retrieval
     "24_reag_ablation": (GPU_ENCODER, GPU_GROUNDER),
 }
 
