@@ -280,6 +280,8 @@ def test_reag_whys_are_read_from_the_run():
     assert "no retrieval 0%" in why["coarse"] and "the reader reads 40 (50%)" in why["coarse"]
     assert "90% of queries with 5.2 passages (+2% accuracy)" in why["coarse_critic"]
     assert "for 19% (-54%)" in why["coarse_critic"] and "0.48 before training, 0.46 after" in why["coarse_critic"]
+    results["rows"][1]["accuracy_with_evidence"], results["rows"][2]["accuracy_with_evidence"] = 0.82, 0.96
+    assert _reag_why(results, "the reader")["coarse_critic"].endswith("evidence survives, accuracy 82% -> 96%")
     del results["by_split"]
     assert "coarse retrieval: 90%" in _reag_why(results, "the reader")["coarse_critic"]
     results["rows"] += [{**row, "rung": "fine_critic", "format_reward": 1.0, "accuracy_with_evidence": 0.95},

@@ -92,7 +92,8 @@ def _reag_why(results: dict, who: str) -> dict[str, str]:
                                 f"{seen['evidence_in_context']:.0%} of queries with {seen['passages']:.1f} passages "
                                 f"({seen['vs_previous']['diff']:+.0%} accuracy); on new ones for "
                                 f"{new['evidence_in_context']:.0%} ({new['vs_previous']['diff']:+.0%}): it answers "
-                                f"for a name it has seen, not for the pictured creature{auc} (chapter 21)")
+                                f"for a name it has seen, not for the pictured creature{auc} (chapter 21)"
+                                + _kept_gain(rows))
     elif "coarse_critic" in rows and "coarse" in rows:
         why["coarse_critic"] = (f"the critic keeps the evidence for {rows['coarse_critic']['evidence_in_context']:.0%} "
                                 f"of queries (coarse retrieval: {rows['coarse']['evidence_in_context']:.0%}) in "
@@ -121,6 +122,12 @@ def _reag_why(results: dict, who: str) -> dict[str, str]:
                      f"{rl['accuracy_reward_first5']} -> {rl['accuracy_reward_last5']}{flat}"
                      + _answers_moved(rows, "traces", "rl"))
     return why
+
+
+def _kept_gain(rows: dict) -> str:
+    """"; where the evidence survives, accuracy a -> b": the noise the critic removes."""
+    a, b = (rows.get(r, {}).get("accuracy_with_evidence") for r in ("coarse", "coarse_critic"))
+    return "" if a is None or b is None else f"; where the evidence survives, accuracy {a:.0%} -> {b:.0%}"
 
 
 def _answers_moved(rows: dict, before: str, after: str) -> str:
