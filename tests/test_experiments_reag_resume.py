@@ -272,6 +272,10 @@ def test_the_run_ships_its_critic_and_grpo_generator(tmp_path, world):
     ladder_train.train_ladder_critic(world, CONFIG, work=work)
     assert ship_models(work, tmp_path / "out") == ["critic"]
     assert (tmp_path / "out" / "models" / "critic.pt").read_bytes() == (work.dir / "models" / "critic.pt").read_bytes()
+    (work.dir / "data").mkdir(exist_ok=True)
+    (work.dir / "data" / "traces.json").write_text('{"traces": []}')
+    assert ship_models(work, tmp_path / "out") == ["critic", "traces"], "the written traces go along"
+    assert (tmp_path / "out" / "traces.json").read_text() == '{"traces": []}'
 
 
 def test_grpo_starts_from_the_shipped_cold_start_or_a_short_one(tmp_path, world, monkeypatch):

@@ -50,7 +50,7 @@ from kbvqa.reag.results import (  # noqa: E402
            summarise,
            table_rows,
 )
-from kbvqa.reag.traces import cold_start_examples_for  # noqa: E402
+from kbvqa.reag.traces import cold_start_examples_for, stated_relevance, trace_follows_label  # noqa: E402
 
 __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_THRESHOLD", "RESULTS_DIR", "RUNGS",
             "cold_start_examples_for", "cold_started_policy", "committed_model", "critic_agreement", "critic_items",

@@ -96,13 +96,17 @@ def ship_models(work: WorkFolder, out: Path) -> list[str]:
     """Copy the trained critic, cold start and GRPO generator from the work folder into ``out/models/``
     (LoRA adapters, a few MB each): chapter 21 rescores with the committed critic, chapter 23 starts
     its live GRPO steps from the cold start and chapter 24 reruns the "+ RL" rung on a few queries.
-    Returns the names copied."""
+    The model-written traces (``data/traces.json``, before the label check) go to ``out/traces.json``
+    for chapter 22. Returns the names copied."""
     copied = []
     for name in SHIPPED_MODELS:
         if work.has_model(name):
             (Path(out) / "models").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(work.dir / "models" / f"{name}.pt", Path(out) / "models" / f"{name}.pt")
             copied.append(name)
+    if (work.dir / "data" / "traces.json").exists():     # the traces as the writer wrote them (chapter 22)
+        shutil.copyfile(work.dir / "data" / "traces.json", Path(out) / "traces.json")
+        copied.append("traces")
     return copied
 
 
