@@ -108,8 +108,15 @@ def _reag_why(results: dict, who: str) -> dict[str, str]:
                       f"(LoRA) of {who}, loss {train['sft']['loss_start']} -> {train['sft']['loss_end']}"
                       + _answers_moved(rows, "fine_critic", "sft") + "; ReAG: a full fine-tune of a 3B model")
     if "traces" in rows and "oracle_traces" in oracle and "oracle_zero_shot" in oracle:
-        source = (f"{who}'s own, told each answer (supp. D)" if config.get("traces") == "model"
-                  else "the toy world's templates")
+        written = train.get("traces", {})
+        if config.get("traces") == "model" and written.get("from_model"):
+            source = (f"{written['from_model']} of {written['n']} {who}'s own, told each answer (supp. D), "
+                      "the rest templated")
+        elif config.get("traces") == "model":
+            source = (f"the toy world's templates ({who}, told each answer as supp. D says, wrote "
+                      f"{written.get('written', 0)} traces that state no relevance; none kept)")
+        else:
+            source = "the toy world's templates"
         why["traces"] = (f"with the evidence alone the cold start moves {who} from "
                          f"{oracle['oracle_zero_shot']['accuracy']:.0%} to {oracle['oracle_traces']['accuracy']:.0%}; "
                          f"its traces are {source}" + _answers_moved(rows, "sft", "traces"))
