@@ -56,8 +56,8 @@ __all__ += ["CHEAP_RUNGS", "CLI_THRESHOLD", "CriticTrainConfig", "PAPER", "REAG_
             "cold_start_examples_for", "cold_started_policy", "committed_model", "critic_agreement", "critic_items",
             "critic_table", "critic_training_examples", "evidence_items", "generator_judge", "heldout_critic_items",
             "labels_of", "live_agreement", "load_records", "load_results", "paper_rows", "pipeline_kinds",
-            "pipeline_separation", "real_subset_ladder", "shipped_generators", "shipped_model", "summarise",
-            "table_rows", "threshold_sweep", "train_critic"]
+            "pipeline_separation", "real_subset_ladder", "shipped_generators", "shipped_model", "stated_relevance",
+            "summarise", "table_rows", "threshold_sweep", "trace_follows_label", "train_critic"]
 
 # Shared pieces the chapters use with ReAG, re-exported so that a chapter imports one package (issue #16);
 # their home stays where it is: multi-level retrieval (§3.1, ``kbvqa.retrieval``), the answer chain of
