@@ -23,8 +23,8 @@ def test_table_rows_and_the_smoke_column(tmp_path, monkeypatch):
               "provenance": {"cpus": 2, "date": "2026-11-25T07:00:00+00:00", "commit": "abcdef0123"}}
     table = chapter_times.readme_table(record)
     assert "| 00 toy world | 12 | — | — | — | — |" in table
-    assert ("| 21 reag critic | failed | SmolVLM-256M-Instruct, Qwen2.5-VL-3B-Instruct, clip-vit-base-patch32 | 8.6 | "
-            "10.8 |") in table                       # the VLMs (bf16) and the retrieval model beside them
+    assert ("| 21 reag critic | failed | Qwen2.5-VL-3B-Instruct, clip-vit-base-patch32, grounding-dino-tiny | 8.8 | "
+            "11.6 |") in table                       # the critic (bf16) and the retrieval models beside it
     assert "| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | 6.2 (over 16 GB) |" in table and "not measured" in table
     smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2, "passed": True},
                                                  {"name": "18_serts_ppo", "seconds": 9.0, "passed": False}]}
