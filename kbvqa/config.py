@@ -31,10 +31,10 @@ from pathlib import Path
 PROFILES = ("cpu", "gpu")
 
 #: The roles the shipped reader plays in the cpu profile (``kbvqa.models.load_vlm``); every other
-#: role loads the tiny checkpoint until its part's experiments are re-run on the reader. Issue #18
-#: moves them part by part: each part asks for roles of its own (RCTS generator + reasoner, SeRTS
-#: searcher, ReAG rl_policy + critic, MOLT judge, the end-to-end pipeline reag_generator), so one
-#: part can move at a time. It lives here, below the models, because it also sets the picture size.
+#: role loads the tiny checkpoint. Issue #18 moved them part by part (RCTS generator + reasoner, SeRTS
+#: searcher, ReAG rl_policy + critic + reag_generator, MOLT judge), each with its re-run tables; only
+#: ``rl_policy_large``, which no chapter loads, is still the tiny model's. It lives here, below the
+#: models, because it also sets the picture size.
 CPU_READER_ROLES = frozenset({"reader", "judge", "searcher", "generator", "reasoner", "critic", "rl_policy",
                               "reag_generator"})
 READER_IMAGE_SIZE = 112   # the reader's vision tower input (the toy world's own size): pixels a side
