@@ -1,4 +1,7 @@
-"""Cost of MCTS-HR against Vanilla-RAG on the tiny model (issues #5 and #18, "Cost"), in one run.
+"""Cost of MCTS-HR against Vanilla-RAG on the generator (issues #5 and #18, "Cost"), in one run.
+
+The generator is the model the RCTS chapters search with: the reader (SmolLM2-135M + our vision
+tower) in the cpu profile, the hub's Qwen2-VL in the gpu profile.
 
 For the first ``--queries`` toy multiple-choice test questions and their top-20 hybrid candidates
 it measures, per query, model calls, generated completions and wall time of
@@ -17,9 +20,11 @@ time goes: the share of its ``vlm.generate`` seconds per purpose (simulated resp
 samples, the zero-shot answer) and the seconds per completion against Vanilla-RAG's, since the
 search's ~110 completions per query cost what they cost in decoding. A naive loop would make ~71
 requests per query (the official code's count: 1 zero-shot + 10 leaves x (1 simulation + 1
-self-check + 5 mutual references)); here every step's samples share one batched call. Not done:
-KV-cache reuse of the shared prompt prefix for the Qwen2-VL tiny generator (the reader, Idefics3,
-shares it: ``kbvqa.models.generation``), so its samples still prefill once each.
+self-check + 5 mutual references)); here every step's samples share one batched call, and the
+reader's samples of one prompt share its prefill (the KV cache of the shared prefix,
+``kbvqa.models.generation``). Not done: sharing the prefix *across* prompts (the query and its
+image are common to every leaf's prompt, but each leaf's examples differ, so the cache would have to
+be cut at the first example).
 
 Candidates come from the experiment's cached retrieval (``kbvqa.rcts.settings.load_retrieval``,
 computed on first use, ~1 min). ``rows()`` returns the table's ratios and counts, ``main`` prints
@@ -121,7 +126,7 @@ def rows(argv=None) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    print_rows(rows(argv), "RCTS (MCTS-HR) cost against Vanilla-RAG, per query, tiny generator, 1 thread")
+    print_rows(rows(argv), "RCTS (MCTS-HR) cost against Vanilla-RAG, per query, the generator, 1 thread")
 
 
 if __name__ == "__main__":

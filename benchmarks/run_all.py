@@ -13,7 +13,10 @@ numbers mean nothing; it writes to ``data/cache/benchmarks_quick`` unless ``--ou
 ``--merge`` keeps the other benchmarks of the existing results and replaces only those it runs, each
 with its own provenance (after the model one benchmark measures changed).
 
-Run: ``python benchmarks/run_all.py [--only book maxsim] [--quick] [--merge] [--out DIR]``.
+``--args rcts="--queries 6 --full 2"`` gives one benchmark other sizes than its defaults (the reader
+makes RCTS's full search cost minutes per query on two cores).
+
+Run: ``python benchmarks/run_all.py [--only book maxsim] [--quick] [--merge] [--out DIR] [--args NAME=ARGS]``.
 Leaves out: the experiments (``make experiments``) and the gpu profile.
 """
 from __future__ import annotations
@@ -76,6 +79,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check the plumbing, numbers meaningless")
     ap.add_argument("--out", type=Path, default=None, help="results folder (default data/benchmarks)")
     ap.add_argument("--merge", action="store_true", help="replace only these benchmarks in the existing results")
+    ap.add_argument("--args", nargs="*", default=[], metavar="NAME=ARGS",
+                    help='sizes for one benchmark, e.g. rcts="--queries 6 --full 2" (instead of its defaults)')
     ap.add_argument("--child", choices=sorted(BENCHMARKS), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -84,10 +89,16 @@ def main(argv=None) -> int:
         run_child(args.child, args.rest, args.child_out)
         return 0
     names = args.only or list(BENCHMARKS)
+    sizes = {}
+    for item in args.args:
+        name, sep, value = item.partition("=")
+        if not sep or name not in BENCHMARKS:
+            ap.error(f"--args takes NAME=ARGS with NAME one of {sorted(BENCHMARKS)}, got {item!r}")
+        sizes[name] = value
     out_dir = args.out or (ROOT / "data" / "cache" / "benchmarks_quick" if args.quick else ROOT / "data" / "benchmarks")
     results = {"provenance": provenance(), "quick": args.quick, "benchmarks": {}}
     for name in names:
-        bench_argv = shlex.split(QUICK_ARGS.get(name, "")) if args.quick else []
+        bench_argv = shlex.split(sizes.get(name, QUICK_ARGS.get(name, "") if args.quick else ""))
         print(f"== {name}: {BENCHMARKS[name]}", flush=True)
         results["benchmarks"][BENCHMARKS[name]] = run_benchmark(name, bench_argv)
         bench = results["benchmarks"][BENCHMARKS[name]]
