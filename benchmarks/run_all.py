@@ -50,6 +50,19 @@ QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--querie
               "book": "--only 01_models"}
 
 
+def parse_sizes(items: list[str]) -> dict[str, str]:
+    """``["rcts=--queries 6 --full 2"]`` -> ``{"rcts": "--queries 6 --full 2"}`` (``--args``); these
+    replace a benchmark's defaults and its ``--quick`` sizes. Raises ``ValueError`` on an item
+    without ``=`` or naming no benchmark."""
+    sizes = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in BENCHMARKS:
+            raise ValueError(f"--args takes NAME=ARGS with NAME one of {sorted(BENCHMARKS)}, got {item!r}")
+        sizes[name] = value
+    return sizes
+
+
 def run_child(name: str, argv: list[str], out: Path) -> None:
     """In the child process: import ``bench_<name>``, run ``rows(argv)``, dump the rows to ``out``."""
     module = importlib.import_module(f"bench_{name}")
@@ -89,12 +102,10 @@ def main(argv=None) -> int:
         run_child(args.child, args.rest, args.child_out)
         return 0
     names = args.only or list(BENCHMARKS)
-    sizes = {}
-    for item in args.args:
-        name, sep, value = item.partition("=")
-        if not sep or name not in BENCHMARKS:
-            ap.error(f"--args takes NAME=ARGS with NAME one of {sorted(BENCHMARKS)}, got {item!r}")
-        sizes[name] = value
+    try:
+        sizes = parse_sizes(args.args)
+    except ValueError as err:
+        ap.error(str(err))
     out_dir = args.out or (ROOT / "data" / "cache" / "benchmarks_quick" if args.quick else ROOT / "data" / "benchmarks")
     results = {"provenance": provenance(), "quick": args.quick, "benchmarks": {}}
     for name in names:

@@ -131,3 +131,13 @@ def test_every_benchmark_script_exposes_rows():
         tree = ast.parse((BENCH / f"bench_{name}.py").read_text())
         functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert {"rows", "main"} <= functions, name
+
+
+def test_sizes_for_one_benchmark_are_parsed_and_bad_ones_refused():
+    from run_all import parse_sizes
+
+    assert parse_sizes(["rcts=--queries 6 --full 2", "maxsim="]) == {"rcts": "--queries 6 --full 2", "maxsim": ""}
+    assert parse_sizes([]) == {}
+    for bad in (["rcts"], ["nope=--queries 2"], ["=--queries 2"]):
+        with pytest.raises(ValueError, match="NAME=ARGS"):
+            parse_sizes(bad)
