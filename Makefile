@@ -122,7 +122,7 @@ benchmarks: $(STAMP)
 # evidence.json, so it runs after reag_ladder).
 # RCTS on the reader (chapters 10 and 14) runs in steps sized to the CPU: Tab. 6 on 160 pairs; the
 # reasoner's contexts for the first 40 test questions' candidates (N_c = N_p = 2); the cheap rows
-# on 200 questions; RCTS and the with-context rows on 40; the two ends of the alpha sweep on 6
+# on 200 questions; RCTS and the with-context rows on 40; the two ends of the alpha sweep on 15
 # (every step resumes where it stopped; on a GPU, drop the limits).
 RCTS_KB = data/experiments/rcts/kb_rcts.jsonl
 rcts-experiments: $(STAMP)
@@ -132,7 +132,7 @@ rcts-experiments: $(STAMP)
 	$(PY) -m kbvqa.experiments.rcts_toy --groups main ablation diagnostics --rows rcts vanilla_rag_rc rcts_no_rc oracle_rc \
 		--limit 40 --contexts $(RCTS_KB)
 	$(PY) -m kbvqa.experiments.rcts_toy --groups alpha rollouts --rows "rcts_sweep_alpha=0.2" "rcts_sweep_alpha=1" \
-		--sweep-limit 6 --contexts $(RCTS_KB)
+		--sweep-limit 15 --contexts $(RCTS_KB)
 
 EXPERIMENTS ?= kbvqa.experiments.serts_experiment kbvqa.experiments.serts_ppo \
 	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \
