@@ -17,14 +17,17 @@ it measures, per query, model calls, generated completions and wall time of
 
 Both sides decode with the same ``max_new_tokens`` (64) for an answer. Then it says where RCTS's
 time goes: the share of its ``vlm.generate`` seconds per purpose (simulated responses, reward
-samples, the zero-shot answer) and the seconds per completion against Vanilla-RAG's, since the
-search's ~110 completions per query cost what they cost in decoding. A naive loop would make ~71
+samples, the zero-shot answer) and the seconds per completion against Vanilla-RAG's. A reward
+sample stops after at most 8 tokens, yet on the reader the reward calls take most of the time: they
+hold ~40 distinct prompts per query (a self-check and one mutual prompt per path example for each of
+the 10 leaves), each prefilled with its own images (the rows measure the share, not the prefill /
+decode split). A naive loop would make ~71
 requests per query (the official code's count: 1 zero-shot + 10 leaves x (1 simulation + 1
 self-check + 5 mutual references)); here every step's samples share one batched call, and the
 reader's samples of one prompt share its prefill (the KV cache of the shared prefix,
-``kbvqa.models.generation``). Not done: sharing the prefix *across* prompts (the query and its
-image are common to every leaf's prompt, but each leaf's examples differ, so the cache would have to
-be cut at the first example).
+``kbvqa.models.generation``). Not done: sharing the prefix *across* prompts: the mutual prompts of
+one leaf (``MCPromptBuilder.mutual``) all open with the query shown as a solved example whose answer
+is the branch's response, and differ only in the reference question that follows.
 
 Candidates come from the experiment's cached retrieval (``kbvqa.rcts.settings.load_retrieval``,
 computed on first use, ~1 min). ``rows()`` returns the table's ratios and counts, ``main`` prints

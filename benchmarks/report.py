@@ -112,6 +112,8 @@ def render_markdown(results: dict) -> str:
         if own:                                    # rerun alone (--merge): its own date and commit
             lines += [f"Rerun alone {own.get('date_utc', '?')} at commit `{str(own.get('commit', '?'))[:10]}`"
                       + (" (uncommitted changes)" if own.get("dirty") else "") + ".", ""]
+        if bench.get("args"):                     # sizes other than its defaults (run_all --args / --quick)
+            lines += [f"Sizes: `{_cell(' '.join(bench['args']))}`.", ""]
         if bench.get("error"):
             lines += [f"Did not finish: `{_cell(bench['error'])}`", ""]
             continue

@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     for name in names:
         bench_argv = shlex.split(sizes.get(name, QUICK_ARGS.get(name, "") if args.quick else ""))
         print(f"== {name}: {BENCHMARKS[name]}", flush=True)
-        results["benchmarks"][BENCHMARKS[name]] = run_benchmark(name, bench_argv)
+        results["benchmarks"][BENCHMARKS[name]] = {**run_benchmark(name, bench_argv), "args": bench_argv}
         bench = results["benchmarks"][BENCHMARKS[name]]
         print(f"   {bench['seconds']:.0f} s" + (f", FAILED: {bench['error']}" if bench["error"] else ""), flush=True)
     results["provenance"]["load_average_end"] = load_average()

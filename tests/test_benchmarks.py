@@ -94,6 +94,13 @@ def test_write_results_round_trips(tmp_path):
         write_results({"benchmarks": {}}, tmp_path)
 
 
+def test_a_benchmark_run_with_other_sizes_says_them():
+    results = _fake_results()
+    results["benchmarks"]["MaxSim"]["args"] = ["--items", "256"]
+    md = render_markdown(results)
+    assert md.count("Sizes: `--items 256`.") == 1 and md.index("**MaxSim**") < md.index("Sizes:")
+
+
 def test_a_benchmark_rerun_alone_replaces_only_its_own_rows():
     old = _fake_results()
     names = list(old["benchmarks"])
