@@ -3,8 +3,8 @@
 A module imports only modules of its own rank or a lower one, and no import cycle exists at any
 rank. Ranks, lowest first (``RANKS``: module or package prefix -> rank; the longest prefix wins):
 
-0. ``config``, ``layers`` and ``experiments.runs`` (provenance: git commit, seed, machine; the one
-   run-file format): plain Python, read by everything above.
+0. ``config``, ``layers``, ``experiments.runs`` (provenance: git commit, seed, machine; the one
+   run-file format) and ``experiments.plans`` (pre-registered plans): plain Python, read by everything above.
 1. ``data``: one schema, the toy world, the real datasets.
 2. ``prompts`` (the papers' prompt files and formats) and ``parsers`` (model output -> answers).
 3. ``models``: the one VLM interface, its processors, encoders and the tiny model's task mixture.
@@ -29,7 +29,7 @@ reason; nothing else may point up.
 from __future__ import annotations
 
 RANKS = {
-    "kbvqa": 0, "kbvqa.config": 0, "kbvqa.layers": 0, "kbvqa.experiments.runs": 0,
+    "kbvqa": 0, "kbvqa.config": 0, "kbvqa.layers": 0, "kbvqa.experiments.runs": 0, "kbvqa.experiments.plans": 0,
     "kbvqa.data": 1,
     "kbvqa.prompts": 2, "kbvqa.parsers": 2,
     "kbvqa.models": 3,

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR
 from kbvqa.molt import paper as molt_paper
+from kbvqa.experiments.runs import read_run
 from kbvqa.molt.results import load_records as load_molt_records
+from kbvqa.paper_vs_ours.accounting import account_molt, account_rcts, account_reag, account_serts
 from kbvqa.paper_vs_ours.effect import PARTS, Effect, as_percent, evidence_of, load_results, paired_effect
 from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
@@ -39,8 +41,9 @@ def _rcts_why(results: dict) -> str:
     return "the model's letter does not follow its context (chapter 14's diagnostics)"
 
 
-def rcts_effects(out: Path | None = None) -> list[Effect]:
-    """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split."""
+def rcts_effects(out: Path | None = None, verify_git: bool = False) -> list[Effect]:
+    """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split,
+    with the accounting of ``accounting.account_rcts``."""
     out = Path(out or DATA_DIR / "experiments" / "rcts")
     results = load_results(out / "results.json")
     runs = read_runs(out)
@@ -65,7 +68,14 @@ def rcts_effects(out: Path | None = None) -> list[Effect]:
         before, after, interval, n = paired_effect(b, t)
         effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, why,
                               evidence_of(results.get("provenance"))))
-    return effects
+    alphas = {row: _rcts_alpha(out, row) for row in runs}
+    return account_rcts(effects, out, results, runs, {s[0]: (s[2], s[3]) for s in specs}, alphas, verify_git)
+
+
+def _rcts_alpha(out: Path, row: str) -> float:
+    """α (Eq. 9) of one RCTS run, from its header (0.2, the paper's ScienceQA weight, for a run without search)."""
+    header, _ = read_run(out / "runs" / f"{row}.jsonl")
+    return float(((header or {}).get("fingerprint") or {}).get("rcts", {}).get("alpha", 0.2))
 
 
 # ------------------------------------------------------------------------------ ReAG
@@ -149,28 +159,32 @@ def _answers_moved(rows: dict, before: str, after: str) -> str:
             f"{b['accuracy_with_evidence']:.0%}")
 
 
-def reag_effects(out: Path | None = None) -> list[Effect]:
+def reag_effects(out: Path | None = None, verify_git: bool = False) -> list[Effect]:
     """ReAG Tab. 4 (InfoSeek all, Qwen2.5-VL-3B), one effect per rung against the previous one
-    (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic."""
-
+    (the committed paired bootstrap), and Fig. 7's passages per query with and without the critic,
+    with the accounting of ``accounting.account_reag``."""
     out = Path(out or DATA_DIR / "experiments" / "reag")
     results = load_results(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
     effects, why = [], _reag_why(results, "the reader" if evidence == "reader" else f"the {evidence} model")
+    pairs = {}
     for prev, row in zip(rows, rows[1:]):
         vs = row["vs_previous"]        # the ladder's own paired bootstrap (``kbvqa.reag.results.summarise``)
-        effects.append(Effect("ReAG", f"{RUNG_BY_NAME[row['rung']].label} vs {RUNG_BY_NAME[prev['rung']].label}",
+        name = f"{RUNG_BY_NAME[row['rung']].label} vs {RUNG_BY_NAME[prev['rung']].label}"
+        pairs[name] = (prev["rung"], row["rung"], "accuracy")
+        effects.append(Effect("ReAG", name,
                               "Tab. 4 InfoSeek 3B", "accuracy %", (prev["paper_infoseek"], row["paper_infoseek"]),
                               (as_percent(prev["accuracy"]), as_percent(row["accuracy"])),
                               (as_percent(vs["low"]), as_percent(vs["high"])),
                               row["n"], why.get(row["rung"], ""), evidence))
     by = {r["rung"]: r for r in rows}
+    records = load_reag_records(out) if (out / "runs").is_dir() else {}
     if "coarse" in by and "coarse_critic" in by:
+        pairs["passages read: + critic vs coarse"] = ("coarse", "coarse_critic", "passages")
         config, kept = results.get("config", {}), by["coarse_critic"]["passages"] / by["coarse"]["passages"]
         cut = ("same direction, smaller cut: the top 5 pages of 8 passages each (ReAG: 20 pages) and a "
                f"{config.get('critic_steps', '?')}-step critic that keeps P(Yes) > {config.get('threshold', '?')} "
                f"on {kept:.0%} of them")
-        records = load_reag_records(out) if (out / "runs").is_dir() else {}
         if records.get("coarse") and records.get("coarse_critic"):
             before, after, interval, n = paired_effect({r["id"]: r["passages"] for r in records["coarse"]},
                                                        {r["id"]: r["passages"] for r in records["coarse_critic"]},
@@ -182,7 +196,7 @@ def reag_effects(out: Path | None = None) -> list[Effect]:
                                   "passages per query", (128.6, 5.7),
                                   (by["coarse"]["passages"], by["coarse_critic"]["passages"]), None,
                                   by["coarse"]["n"], cut, evidence, "none (no per-query records)"))
-    return effects
+    return account_reag(effects, out, results, records, pairs, verify_git)
 
 
 # ------------------------------------------------------------------------------ SeRTS
@@ -203,9 +217,10 @@ def _serts_why(records: list[dict], searcher: str) -> str:
             "it can neither find nor tell a better set than BM25's (chapter 17)")
 
 
-def serts_effects(out: Path | None = None) -> list[Effect]:
+def serts_effects(out: Path | None = None, verify_git: bool = False) -> list[Effect]:
     """SeRTS Tab. 3 (retrieval F1) and Tab. 6 (ROUGE-2 F1 of the answers), our scripted models
-    standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``)."""
+    standing for GPT-3.5 (``kbvqa.serts.results.PAPER_MODEL_OF``), with the accounting of
+    ``accounting.account_serts``."""
     tab3, tab6 = serts_paper.PAPER_TAB3, serts_paper.PAPER_TAB6
     out = Path(out or DATA_DIR / "experiments" / "serts")
     results = load_results(out / "results.json")
@@ -244,7 +259,8 @@ def serts_effects(out: Path | None = None) -> list[Effect]:
                               (round(d - noise, 2), round(d + noise, 2)) if noise > 0 else None,
                               rows[treat]["n"] * len(rows[treat].get("seeds", [0])), why, evidence,
                               "seed spread of both means, added (no per-query records)"))
-    return effects
+    return account_serts(effects, out, results, records, {s[0]: (s[3], s[4], s[2]) for s in specs}, _per_question,
+                         verify_git)
 
 
 def _per_question(records: list[dict], method: str, key: str) -> dict[str, float]:
@@ -275,9 +291,10 @@ _READER_JUDGE_WHY = {
 }
 
 
-def molt_effects(out: Path | None = None) -> list[Effect]:
+def molt_effects(out: Path | None = None, verify_git: bool = False) -> list[Effect]:
     """MOLT Tab. 5 (evidence selection by stage) and Tab. 6 (schedules) on the toy candidates: the
-    tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round."""
+    tiny judge's rows and, for Tab. 6, the scripted judge with error 0.1 per round, with the accounting
+    of ``accounting.account_molt``."""
     out = Path(out or DATA_DIR / "experiments" / "molt")
     results = load_results(out / "results.json")
     rows, evidence = results["rows"], evidence_of(results.get("provenance"))
@@ -323,7 +340,7 @@ def molt_effects(out: Path | None = None) -> list[Effect]:
                               (as_percent(b["accuracy"]), as_percent(t["accuracy"])), interval, t["n"],
                               _SCRIPTED_WHY if scripted else _why(why, reasons.get(name)), kind,
                               "normal, difference of two proportions (no per-query records)"))
-    return effects
+    return account_molt(effects, out, results, records, {s[0]: (s[2], s[3]) for s in specs}, verify_git)
 
 
 def _why(model: str, measured: str | None) -> str:
@@ -333,9 +350,11 @@ def _why(model: str, measured: str | None) -> str:
 _LOADERS = {"RCTS": rcts_effects, "SeRTS": serts_effects, "ReAG": reag_effects, "MOLT": molt_effects}
 
 
-def all_effects(parts=PARTS) -> list[Effect]:
-    """The effects of ``parts`` (unknown part names raise ``ValueError``)."""
+def all_effects(parts=PARTS, verify_git: bool = False) -> list[Effect]:
+    """The effects of ``parts`` (unknown part names raise ``ValueError``). ``verify_git`` also holds
+    each counted table's plan to the commit its run recorded (``kbvqa.experiments.plans.plan_status``):
+    the command line and the tests do, the chapter (a wheel without git in Colab) does not."""
     unknown = [p for p in parts if p not in _LOADERS]
     if unknown:
         raise ValueError(f"unknown parts {unknown}; expected some of {PARTS}")
-    return [e for p in parts for e in _LOADERS[p]()]
+    return [e for p in parts for e in _LOADERS[p](verify_git=verify_git)]
