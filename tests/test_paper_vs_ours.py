@@ -32,16 +32,54 @@ def test_direction_by_interval_and_by_sign():
     assert direction(0.4, flat=0.5) == "flat" and direction(0.6, flat=0.5) == "up" and direction(-2) == "down"
 
 
-@pytest.mark.parametrize("paper, ours, interval, expected", [
-    ((10, 20), (5, 9), (1, 7), "same"),
-    ((10, 20), (5, 1), (-7, -1), "opposite"),
-    ((10, 20), (5, 5), (-2, 2), "flat"),
-    ((20, 10), (5, 1), None, "same"),
-    ((10, 10.2), (5, 9), (1, 7), "differs"),       # the paper's +0.2 is flat
-    ((10, 10.2), (5, 5), (0, 0), "same"),
+@pytest.mark.parametrize("paper, ours, interval, strict, lenient", [
+    ((10, 20), (5, 9), (1, 7), "same", "same"),
+    ((20, 10), (9, 5), (-7, -1), "same", "same"),            # both down, ours excludes 0
+    ((10, 20), (5, 1), (-7, -1), "opposite", "opposite"),
+    ((10, 20), (5, 5), (-2, 2), "flat", "flat"),
+    ((10, 20), (5, 9), (0, 7), "flat", "flat"),              # an interval touching 0 does not exclude it
+    ((20, 10), (5, 1), None, "flat", "same"),                # no interval: the strict rule cannot say "same"
+    ((10, 10.2), (5, 9), (1, 7), "n/a (paper flat)", "differs"),       # the paper's +0.2 is flat
+    ((10, 10.2), (5, 5), (0, 0), "n/a (paper flat)", "same"),          # flat against flat no longer counts
+    ((10, 10.5), (5, 5), (-1, 1), "n/a (paper flat)", "same"),         # exactly PAPER_FLAT is still flat
 ])
-def test_verdict(paper, ours, interval, expected):
-    assert verdict(effect(paper, ours, interval)) == expected
+def test_verdict_strict_and_lenient(paper, ours, interval, strict, lenient):
+    from kbvqa.paper_vs_ours import lenient_verdict
+
+    assert verdict(effect(paper, ours, interval)) == strict
+    assert lenient_verdict(effect(paper, ours, interval)) == lenient
+
+
+def test_counted_needs_evidence_comparable_and_a_paper_that_moves():
+    import dataclasses
+
+    from kbvqa.paper_vs_ours import counted, strict_count
+
+    moving = dataclasses.replace(effect((10, 20), (5, 9), (1, 7)), evidence="reader", paper_mechanism=True)
+    flat_paper = dataclasses.replace(moving, paper=(10, 10.1))
+    not_comparable = dataclasses.replace(moving, comparable=False, why_not_comparable="invented entities")
+    scripted = dataclasses.replace(moving, evidence="scripted")
+    other_road = dataclasses.replace(moving, paper_mechanism=False)
+    assert counted(moving) and counted(other_road)
+    assert not counted(flat_paper) and not counted(not_comparable) and not counted(scripted)
+    assert strict_count([moving, flat_paper, not_comparable, scripted, other_road]) == \
+        {"same": 2, "counted": 2, "paper_mechanism": 1}
+
+
+def test_n_needed_for_paired_and_continuous_rows():
+    from kbvqa.metrics import paired_sample_size
+    from kbvqa.paper_vs_ours import n_needed_continuous, n_needed_paired, paired_spread
+
+    assert n_needed_paired(7.0, 0.30) == paired_sample_size(0.07, 0.30)
+    assert n_needed_paired(7.0, 0.02) == paired_sample_size(0.07, 0.07)      # psi is at least |Δ_paper|
+    assert n_needed_paired(-7.0, None) == paired_sample_size(0.07, 0.07)
+    assert n_needed_paired(0.3, 0.5) is None                                  # the paper is flat
+    # normal approximation: ((1.96 + 0.8416) * 10 / 2)^2 = 196.2 -> 197
+    assert n_needed_continuous(2.0, 10.0) == 197 and n_needed_continuous(0.1, 10.0) is None
+    spread = paired_spread({"a": 1, "b": 0, "c": 1}, {"a": 1, "b": 1, "c": 0}, scale=1.0)
+    assert spread["discordant"] == pytest.approx(2 / 3) and spread["sd"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="two or more"):
+        paired_spread({"a": 1}, {"a": 0})
 
 
 def test_rcts_effects_pair_the_paper_tables_with_our_runs():
@@ -65,6 +103,14 @@ def test_reag_effects_follow_the_ladder():
     passages = effects[-1]
     assert passages.paper == (128.6, 5.7) and passages.ours[1] < passages.ours[0]
     assert verdict(passages) == "same"
+    assert passages.paper_mechanism is True and passages.mechanism.startswith("threshold cut")
+    coarse = effects[0]
+    assert not coarse.comparable and "invented" in coarse.why_not_comparable
+    fine = next(e for e in effects if e.name.startswith("+ fine"))
+    assert verdict(fine) == "n/a (paper flat)" and fine.n_needed is None
+    for e in effects:
+        if e.name.startswith(("+ traces", "+ RL")):                    # trained vs trained: the untrained rung
+            assert e.reference["label"].endswith("(untrained)") and e.reference["low"] <= e.reference["accuracy"]
 
 
 def test_missing_results_name_the_file(tmp_path):
@@ -114,7 +160,9 @@ def test_rows_counts_and_figure():
     rows = effect_rows(effects)
     assert rows[0]["verdict"] == "same" and rows[0]["direction (paper / ours)"] == "up / up"
     assert rows[1]["ours 95% interval"] == "[-2, 2]" and rows[2]["ours 95% interval"] == ""
-    assert verdict_counts(effects) == {"ReAG": {"same": 1, "flat": 1}, "MOLT": {"same": 1}}
+    assert rows[2]["verdict"] == "flat" and rows[2]["lenient verdict"] == "same"      # no interval
+    assert verdict_counts(effects) == {"ReAG": {"same": 1, "flat": 1}, "MOLT": {"flat": 1}}
+    assert verdict_counts(effects, strict=False) == {"ReAG": {"same": 1, "flat": 1}, "MOLT": {"same": 1}}
     fig = draw_effects(effects)
     assert len(fig.axes[0].lines) >= 3                         # markers + diagonal + axes lines
     with pytest.raises(ValueError):
@@ -129,7 +177,9 @@ def test_all_committed_parts_load():
         pytest.skip("not every part has committed results")
     effects = all_effects()
     assert {e.part for e in effects} == set(PARTS)
-    assert all(verdict(e) in ("same", "opposite", "flat", "differs") for e in effects)
+    assert all(verdict(e) in ("same", "opposite", "flat", "n/a (paper flat)") for e in effects)
+    assert all(e.mechanism for e in effects), "every row says what produced our difference"
+    assert all(e.n_needed is None or e.n_needed >= 2 for e in effects)
     assert all(e.ours_interval is None or e.ours_interval[0] <= e.ours_interval[1] for e in effects)
 
 
@@ -171,6 +221,7 @@ def test_molt_effects_pair_records_and_label_scripted_rows(tmp_path):
     assert base.evidence == "reader" and verdict(base) == "same"
     assert base.why.startswith("the reader") and "1.45M" not in base.why      # the why names the judge that ran
     assert "first listed candidate" in base.why and "(ch. 28)" in base.why    # and what the chapter measured
+    assert base.mechanism == "no round records" and base.paper_mechanism is None      # no gold ranks recorded
     scripted = effects["weak-to-strong vs random (scripted judge, error 0.1)"]
     assert scripted.evidence == "scripted" and scripted.interval_method.startswith("normal")
 
@@ -192,12 +243,18 @@ def test_committed_effects_file_is_the_committed_tables():
     committed = load_effects()
     assert len(committed["rows"]) == 25
     keys = {"part", "effect", "source", "metric", "paper_before", "paper_after", "ours_before", "ours_after",
-            "ours_interval", "n", "verdict", "evidence"}
+            "ours_interval", "n", "verdict", "verdict_lenient", "evidence", "comparable", "why_not_comparable",
+            "mechanism", "paper_mechanism", "reference", "n_needed", "plan", "plan_status"}
     assert all(keys <= set(r) for r in committed["rows"])
+    assert all(r["mechanism"] for r in committed["rows"])
     scripted = [r["effect"] for r in committed["rows"] if r["part"] == "MOLT" and "scripted judge" in r["effect"]]
     assert len(scripted) == 2
     assert all(r["evidence"] == "scripted" and not r["counted"] for r in committed["rows"] if r["effect"] in scripted)
-    assert committed["counted"] == sum(r["evidence"] in COUNTED for r in committed["rows"])
+    assert committed["counted"] == sum(r["evidence"] in COUNTED and r["comparable"] and r["verdict"] != "n/a (paper flat)"
+                                       for r in committed["rows"])
+    assert committed["same"] == sum(r["counted"] and r["verdict"] == "same" for r in committed["rows"])
+    assert all(r["plan"] is None and r["plan_status"] == "not pre-registered" for r in committed["rows"]
+               if r["part"] in ("RCTS", "SeRTS", "ReAG", "MOLT") and r["plan"] is None)
     assert stale_effect_rows(committed) == [], "effects.json is stale: run `python -m kbvqa.paper_vs_ours`"
 
 

@@ -69,7 +69,8 @@ def validate_plan(plan, path: str | Path = PLAN_FILE) -> dict:
     if not _is_date(plan["date"]):
         raise _fail(path, "date", f"must be an ISO date (YYYY-MM-DD), got {plan['date']!r}")
     rows = plan["rows"]
-    if not (isinstance(rows, list) and rows and all(isinstance(r, str) and r for r in rows)) or len(set(rows)) != len(rows):
+    named = isinstance(rows, list) and rows and all(isinstance(r, str) and r for r in rows)
+    if not named or len(set(rows)) != len(rows):
         raise _fail(path, "rows", f"must be a non-empty list of distinct row names, got {rows!r}")
     n = plan["n"]
     if isinstance(n, dict):
@@ -213,23 +214,24 @@ def planned_sizes(part: str | Path) -> dict | None:
 
 
 def apply_plan(args: argparse.Namespace, out: Path, parser: argparse.ArgumentParser,
-               rows_attr: str = "rows", limit_attr: str = "limit", defaults: dict | None = None) -> dict | None:
-    """Make a runner's sizes the plan's when ``out`` holds a plan: ``--limit`` becomes the plan's n,
-    the rows its rows, ``--seed`` its first seed. An explicit value that disagrees exits 2 through
-    ``parser.error`` (naming the plan), so the plan stays the one place a counted run's sizes live.
-    ``defaults``: the parser's defaults, to tell an explicit value from an untouched one."""
-    plan = load_plan(Path(out) / PLAN_FILE) if (Path(out) / PLAN_FILE).exists() else None
+               rows_attr: str = "rows", limit_attr: str = "limit") -> dict | None:
+    """Make a runner's sizes the plan's when ``out`` holds a plan: ``limit_attr`` (``--limit``) becomes
+    the plan's n (the largest, for per-row sizes), ``rows_attr`` its rows, ``--seed`` its first seed and
+    ``--seeds`` all of them. An explicit value (one that is not the parser's default) that disagrees
+    exits 2 through ``parser.error``, naming the plan: the plan is the one place a counted run's sizes
+    live. Returns the plan, or ``None`` (the runner's own options stand) when ``out`` has none."""
+    path = Path(out) / PLAN_FILE
+    plan = load_plan(path)
     if plan is None:
         return None
-    defaults = defaults or {}
     n = max(plan["n"].values()) if isinstance(plan["n"], dict) else plan["n"]
-    wanted = {limit_attr: n, rows_attr: list(plan["rows"]), "seed": plan["seeds"][0]}
+    wanted = {limit_attr: n, rows_attr: list(plan["rows"]), "seed": plan["seeds"][0], "seeds": list(plan["seeds"])}
     for attr, value in wanted.items():
         if not hasattr(args, attr):
             continue
         given = getattr(args, attr)
-        if given is not None and given != defaults.get(attr) and given != value:
-            parser.error(f"--{attr.replace('_', '-')} {given} disagrees with {Path(out) / PLAN_FILE} "
-                         f"({value!r}); the plan holds a counted run's sizes: drop the option or register a new plan")
+        if given is not None and given != parser.get_default(attr) and given != value:
+            parser.error(f"--{attr.replace('_', '-')} {given} disagrees with {path} ({value!r}); the plan holds a "
+                         "counted run's sizes: drop the option or register a new plan")
         setattr(args, attr, value)
     return plan

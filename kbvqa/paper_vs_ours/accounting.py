@@ -149,7 +149,8 @@ def account_serts(effects: list[Effect], out: Path, results: dict, records: list
     ``per_question(records, method, key)`` averages a metric over seeds per question."""
     from kbvqa.serts.analysis import search_diagnostics
 
-    diagnostics = search_diagnostics(records) if records else {}
+    # the per-node diagnostics need each record's recall (the committed runs have it; hand-made ones may not)
+    diagnostics = search_diagnostics(records) if records and all("recall" in r for r in records) else {}
     ids: dict[str, dict] = {}
     for r in records:                                 # one id per question, over its seeds
         ids.setdefault(r["method"], {})[r["id"]] = None

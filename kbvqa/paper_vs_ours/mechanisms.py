@@ -54,9 +54,10 @@ def rcts_letter_line(texts: dict, base: str, treat: str, runs: dict) -> tuple[st
         return "no letter-vs-text diagnostic in the results", None
     lb, sb = letter_spread(runs[base])
     lt, st = letter_spread(runs[treat])
-    line = (f"answer text its rationale names right {b['text_accuracy']:.0%} -> {t['text_accuracy']:.0%}, scored letter "
-            f"right {b['letter_accuracy']:.0%} -> {t['letter_accuracy']:.0%} (most common letter {lb} {sb:.0%} -> "
-            f"{lt} {st:.0%}; letter holds the text {t['text_matches_letter']:.0%})")
+    line = (f"answer text its rationale names right {b['text_accuracy']:.0%} -> {t['text_accuracy']:.0%}, "
+            f"scored letter right {b['letter_accuracy']:.0%} -> {t['letter_accuracy']:.0%} "
+            f"(most common letter {lb} {sb:.0%} -> {lt} {st:.0%}; "
+            f"letter holds the text {t['text_matches_letter']:.0%})")
     return line, bool(t["text_accuracy"] > b["text_accuracy"] and t["text_matches_letter"] >= 0.5)
 
 
@@ -104,8 +105,9 @@ def reag_critic_line(coarse: dict, critic: dict, threshold) -> tuple[str, bool]:
     True when it keeps the evidence for >= 90 % of the queries that had it and accuracy given the
     evidence rises."""
     kept = critic["evidence_in_context"] / coarse["evidence_in_context"] if coarse["evidence_in_context"] else 0.0
-    line = (f"threshold cut (P(Yes) > {threshold}): passages {coarse['passages']:.1f} -> {critic['passages']:.1f}, "
-            f"evidence in context {coarse['evidence_in_context']:.0%} -> {critic['evidence_in_context']:.0%} of queries "
+    line = (f"threshold cut (P(Yes) > {threshold}): passages {coarse['passages']:.1f} -> "
+            f"{critic['passages']:.1f}, evidence in context {coarse['evidence_in_context']:.0%} -> "
+            f"{critic['evidence_in_context']:.0%} of queries "
             f"(kept {kept:.0%}); accuracy given the evidence "
             f"{coarse['accuracy_with_evidence']:.0%} -> {critic['accuracy_with_evidence']:.0%}")
     return line, bool(kept >= 0.9 and critic["accuracy_with_evidence"] > coarse["accuracy_with_evidence"])
@@ -116,7 +118,8 @@ def reag_training_line(before: dict, after: dict, oracle: dict, oracle_before: s
     """A training rung. ReAG's mechanism: training makes the generator read its passages better. True
     when accuracy given the evidence rises, evidence-alone accuracy does not fall by more than 5 points
     from the untrained reader's, and the rung is at or above the untrained rung (``reference``)."""
-    line = (f"accuracy given the evidence {before['accuracy_with_evidence']:.0%} -> {after['accuracy_with_evidence']:.0%}, "
+    line = (f"accuracy given the evidence {before['accuracy_with_evidence']:.0%} -> "
+            f"{after['accuracy_with_evidence']:.0%}, "
             f"think-then-answer format {before['format_reward']:.0%} -> {after['format_reward']:.0%}")
     ok = after["accuracy_with_evidence"] > before["accuracy_with_evidence"]
     zero = oracle.get("oracle_zero_shot")
@@ -165,8 +168,11 @@ def molt_role_line(records: dict, base: str, treat: str) -> tuple[str, bool | No
     for row in (base, treat):
         recs = records.get(row) or []
         if row.endswith("one_shot"):
+            if not recs or "gold_rank" not in recs[0]:
+                continue
             as_rank1 = sum(bool(r["correct"]) == (r["gold_rank"] == 1) for r in recs)
-            parts.append(f"one-shot answers as if it picked the retriever's rank 1 on {as_rank1 / max(len(recs), 1):.0%}")
+            share = as_rank1 / max(len(recs), 1)
+            parts.append(f"one-shot answers as if it picked the retriever's rank 1 on {share:.0%}")
             continue
         roles = gold_roles(recs, "strong_to_weak" if row.endswith("strong_to_weak") else
                            "random" if row.endswith("random") else "weak_to_strong")

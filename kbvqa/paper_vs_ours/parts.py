@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.molt import paper as molt_paper
 from kbvqa.experiments.runs import read_run
+from kbvqa.molt import paper as molt_paper
 from kbvqa.molt.results import load_records as load_molt_records
 from kbvqa.paper_vs_ours.accounting import account_molt, account_rcts, account_reag, account_serts
 from kbvqa.paper_vs_ours.effect import PARTS, Effect, as_percent, evidence_of, load_results, paired_effect

@@ -22,6 +22,7 @@ from pathlib import Path
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
+from kbvqa.experiments.plans import apply_plan
 from kbvqa.experiments.runs import provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
@@ -189,6 +190,7 @@ def main(argv=None) -> dict:
                         help="where finished rows and trained judges are kept for a rerun to resume")
     parser.add_argument("--fresh", action="store_true", help="redo every stage (empties this run's work folder)")
     args = parser.parse_args(argv)
+    apply_plan(args, Path(args.out), parser)          # a committed plan.json holds a counted run's sizes
     import torch
 
     torch.set_num_threads(args.threads)

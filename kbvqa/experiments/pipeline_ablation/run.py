@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR, seed_everything
 from kbvqa.data import get_world
+from kbvqa.experiments.plans import apply_plan
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.models.checkpoints import role_model
 from kbvqa.pipeline.results import (
@@ -84,6 +85,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--evidence", type=Path, default=EVIDENCE_FILE,
                         help="the stage inputs (a ReAG ladder run's evidence.json; default: the committed one)")
     args = parser.parse_args(argv)
+    apply_plan(args, args.out, parser)                # a committed plan.json holds a counted run's sizes
     import torch
 
     torch.set_num_threads(args.threads)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
+from kbvqa.experiments.plans import apply_plan
 from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
@@ -75,6 +76,7 @@ def main(argv=None) -> dict:
                         help="a reasoner's KB (rcts_contexts --for-queries: kb_rcts.jsonl) whose contexts the "
                              "with-context rows show (RCTS §3.2); default: the toy worked solutions")
     args = parser.parse_args(argv)
+    apply_plan(args, args.out, parser)                # a committed plan.json holds a counted run's sizes
     runs = runs_of(args.groups)
     if args.rows is not None:
         unknown = sorted(set(args.rows) - set(runs))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
+from kbvqa.experiments.plans import apply_plan
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.experiments.work import WorkFolder, default_work_root, work_fingerprint
 from kbvqa.models.checkpoints import role_model
@@ -119,6 +120,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--work", type=Path, default=default_work_root("reag_ladder"),
                         help="where trained models and checkpoints are kept for a rerun to resume")
     args = parser.parse_args(argv)
+    apply_plan(args, args.out, parser, rows_attr="rungs")     # a committed plan.json holds the sizes
     import torch
 
     torch.set_num_threads(args.threads)

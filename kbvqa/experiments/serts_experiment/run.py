@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data.toyworld import get_world
+from kbvqa.experiments.plans import apply_plan
 from kbvqa.experiments.runs import model_fingerprint, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
@@ -119,6 +120,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--chunk", type=int, default=ExperimentConfig.chunk, help="questions searched together")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
+    apply_plan(args, args.out, parser, rows_attr="methods", limit_attr="model_n")     # plan.json's sizes
     torch.set_num_threads(args.threads)
     seed_everything(0)
     config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n, seeds=tuple(args.seeds),
