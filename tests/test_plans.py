@@ -188,6 +188,13 @@ def test_apply_plan_sets_the_sizes_and_refuses_a_disagreeing_option(tmp_path, ca
     with pytest.raises(SystemExit) as stop:
         apply_plan(args, tmp_path, parser)
     assert stop.value.code == 2 and "disagrees with" in capsys.readouterr().err
+    write(tmp_path, good_plan(n={"base": 4, "treat": 2}))
+    args = parser.parse_args(["--rows", "treat"])           # a planned row on its own takes its own n
+    apply_plan(args, tmp_path, parser)
+    assert (args.limit, args.rows) == (2, ["treat"])
+    with pytest.raises(SystemExit):
+        apply_plan(parser.parse_args(["--rows", "other"]), tmp_path, parser)
+    assert "are not in" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ mechanisms, from hand-made records

@@ -215,8 +215,9 @@ def planned_sizes(part: str | Path) -> dict | None:
 
 def apply_plan(args: argparse.Namespace, out: Path, parser: argparse.ArgumentParser,
                rows_attr: str = "rows", limit_attr: str = "limit") -> dict | None:
-    """Make a runner's sizes the plan's when ``out`` holds a plan: ``limit_attr`` (``--limit``) becomes
-    the plan's n (the largest, for per-row sizes), ``rows_attr`` its rows, ``--seed`` its first seed and
+    """Make a runner's sizes the plan's when ``out`` holds a plan: ``rows_attr`` becomes its rows (or the
+    planned rows the command names, to run them one command at a time), ``limit_attr`` (``--limit``)
+    their n (the largest of them, for per-row sizes), ``--seed`` its first seed and
     ``--seeds`` all of them. An explicit value (one that is not the parser's default) that disagrees
     exits 2 through ``parser.error``, naming the plan: the plan is the one place a counted run's sizes
     live. Returns the plan, or ``None`` (the runner's own options stand) when ``out`` has none."""
@@ -224,8 +225,17 @@ def apply_plan(args: argparse.Namespace, out: Path, parser: argparse.ArgumentPar
     plan = load_plan(path)
     if plan is None:
         return None
-    n = max(plan["n"].values()) if isinstance(plan["n"], dict) else plan["n"]
-    wanted = {limit_attr: n, rows_attr: list(plan["rows"]), "seed": plan["seeds"][0], "seeds": list(plan["seeds"])}
+    given_rows = getattr(args, rows_attr, None)
+    if given_rows is not None and given_rows != parser.get_default(rows_attr):
+        extra = [r for r in given_rows if r not in plan["rows"]]
+        if extra:
+            parser.error(f"--{rows_attr.replace('_', '-')} {extra} are not in {path} ({plan['rows']}): register a "
+                         "new plan that names them")
+        rows = list(given_rows)                     # a subset of the planned rows, one command at a time
+    else:
+        rows = list(plan["rows"])
+    n = max(planned_n(plan, r) for r in rows)
+    wanted = {limit_attr: n, rows_attr: rows, "seed": plan["seeds"][0], "seeds": list(plan["seeds"])}
     for attr, value in wanted.items():
         if not hasattr(args, attr):
             continue

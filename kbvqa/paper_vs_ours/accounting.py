@@ -94,7 +94,7 @@ def account_reag(effects: list[Effect], out: Path, results: dict, records: dict,
         else:
             if treat == "coarse":
                 line = (f"evidence in context {b['evidence_in_context']:.0%} -> {t['evidence_in_context']:.0%} of "
-                        f"queries; without a passage the reader answers {b['accuracy']:.0%}")
+                        f"queries; without a passage the reader is right on {b['accuracy']:.0%} of them")
                 paper = False
                 extra.update(comparable=False, why_not_comparable=WHY_INVENTED)
             elif treat == "coarse_critic":
