@@ -215,3 +215,49 @@ def test_training_batch_loss_matches_completion_logprobs(vlm):
     assert not bool(((everything["attention_mask"] == 0) & labelled).any())
     with pytest.raises(ValueError):
         vlm.training_batch(batch_prompts, completions, loss_on="prompt")
+
+
+def critic_like(image, question, passages):
+    """ReAG-critic-shaped prompts: same system, picture and question; only the passage differs."""
+    return [make_chat(f"{question} passage : {p} is the passage relevant ?", image=image, system="answer Yes or No")
+            for p in passages]
+
+
+def test_shared_prefix_logits_equal_the_plain_forward(vlm):
+    from kbvqa.models.prefix import prefix_groups, supports_prefix_reuse
+
+    passages = ["the zorp is red .", "the blick lives in a marsh .", "the mass is 3.5 kg .", "red", "what ? Yes"]
+    batch = critic_like(red(), "what colour is the zorp ?", passages) + \
+        critic_like(tall(), "where does the blick live ?", passages[:2]) + ["a text-only prompt about the blick ?"]
+    plain = vlm.next_token_logits(batch, batch_size=3)
+    shared = vlm.next_token_logits(batch, batch_size=3, share_prefix=True)        # chunks split a group, too
+    assert torch.allclose(shared, plain, atol=1e-4)
+    assert torch.allclose(vlm.p_yes(batch, share_prefix=True), vlm.p_yes(batch), atol=1e-5)
+    if not supports_prefix_reuse(vlm):
+        return                                                                   # M-RoPE: the plain path ran
+    items = [vlm.encode([c]) for c in batch]
+    from kbvqa.models.prefix import _image_token_ids
+
+    groups = prefix_groups(items, _image_token_ids(vlm))
+    assert [len(m) for _, m in groups] == [5, 2, 1]                              # one prefill per picture
+    first, members = groups[0]
+    image = max(k for k, t in enumerate(items[0]["input_ids"][0].tolist()) if t in _image_token_ids(vlm))
+    assert image < first < min(items[i]["input_ids"].shape[1] for i in members)  # pictures inside, a suffix after
+
+
+def test_shared_prefix_prefills_the_picture_once(vlm):
+    from kbvqa.models.prefix import supports_prefix_reuse
+
+    if not supports_prefix_reuse(vlm):
+        with pytest.raises(ValueError, match="M-RoPE"):
+            __import__("kbvqa.models.prefix", fromlist=["x"]).shared_prefix_logits(vlm, ["x"])
+        return
+    calls = []
+    handle = vlm.vision_tower.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        vlm.next_token_logits(critic_like(red(), "what colour is the zorp ?", ["a", "b", "c", "d"]), share_prefix=True)
+    finally:
+        handle.remove()
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="batch_size"):
+        vlm.next_token_logits(["x"], batch_size=0, share_prefix=True)

@@ -31,7 +31,10 @@ print(len(effects), reader_fingerprint())
 
 
 def _run(*args, **kwargs):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, timeout=600, **kwargs)
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=600, **kwargs)
+    if done.returncode:                       # say what failed: CalledProcessError alone hides stderr
+        raise AssertionError(f"{args[:3]} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return done
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ import torch
 
 from kbvqa.models.chat import make_chat, normalise_prompts, with_answer
 from kbvqa.models.generation import placeholder_ids
+from kbvqa.models.prefix import shared_prefix_logits, supports_prefix_reuse
 
 
 @dataclass
@@ -70,8 +71,12 @@ def answer_token_id(vlm, word: str) -> int:
     return tid
 
 
-def next_token_logits(vlm, prompts, batch_size: int = 16) -> torch.Tensor:
-    """Float32 logits ``[B, V]`` (CPU) of the next token after each prompt, no gradients."""
+def next_token_logits(vlm, prompts, batch_size: int = 16, share_prefix: bool = False) -> torch.Tensor:
+    """Float32 logits ``[B, V]`` (CPU) of the next token after each prompt, no gradients.
+    ``share_prefix``: consecutive prompts that open with the same tokens prefill them once
+    (``kbvqa.models.prefix``; the same logits up to floating-point noise)."""
+    if share_prefix and supports_prefix_reuse(vlm):
+        return shared_prefix_logits(vlm, prompts, batch_size=batch_size)
     chats = normalise_prompts(prompts)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -86,14 +91,15 @@ def next_token_logits(vlm, prompts, batch_size: int = 16) -> torch.Tensor:
 
 
 def p_yes(vlm, prompts, yes: str = "Yes", no: str = "No", normalise: str = "pair",
-          batch_size: int = 16) -> torch.Tensor:
-    """Pr(Yes) per prompt (ReAG Eq. 4), float32 ``[B]`` on CPU, in [0, 1]."""
+          batch_size: int = 16, share_prefix: bool = False) -> torch.Tensor:
+    """Pr(Yes) per prompt (ReAG Eq. 4), float32 ``[B]`` on CPU, in [0, 1]; ``share_prefix`` as in
+    ``next_token_logits``."""
     if normalise not in ("pair", "vocab"):
         raise ValueError(f"normalise must be 'pair' or 'vocab', got {normalise!r}")
     y, n = vlm.answer_token_id(yes), vlm.answer_token_id(no)
     if y == n:
         raise ValueError(f"{yes!r} and {no!r} start with the same token; P(Yes) is undefined")
-    logits = next_token_logits(vlm, prompts, batch_size=batch_size)
+    logits = next_token_logits(vlm, prompts, batch_size=batch_size, share_prefix=share_prefix)
     if normalise == "pair":
         return torch.softmax(logits[:, [y, n]], dim=-1)[:, 0]
     return torch.softmax(logits, dim=-1)[:, y]

@@ -163,14 +163,16 @@ class VLM:
                         top_p=top_p, top_k=top_k, repetition_penalty=repetition_penalty, stop=stop,
                         include_stop=include_stop, seed=seed, batch_size=batch_size, details=details)
 
-    def next_token_logits(self, prompts, batch_size: int = 16) -> torch.Tensor:
+    def next_token_logits(self, prompts, batch_size: int = 16, share_prefix: bool = False) -> torch.Tensor:
         """Float32 logits ``[B, V]`` of the token after each prompt's generation prompt."""
-        return scoring.next_token_logits(self, prompts, batch_size=batch_size)
+        return scoring.next_token_logits(self, prompts, batch_size=batch_size, share_prefix=share_prefix)
 
     def p_yes(self, prompts, yes: str = "Yes", no: str = "No", normalise: str = "pair",
-              batch_size: int = 16) -> torch.Tensor:
-        """ReAG Eq. 4: Pr(Yes) per prompt, float32 ``[B]`` on CPU (see ``scoring.p_yes``)."""
-        return scoring.p_yes(self, prompts, yes=yes, no=no, normalise=normalise, batch_size=batch_size)
+              batch_size: int = 16, share_prefix: bool = False) -> torch.Tensor:
+        """ReAG Eq. 4: Pr(Yes) per prompt, float32 ``[B]`` on CPU (see ``scoring.p_yes``); ``share_prefix``:
+        consecutive prompts with a common opening prefill it once (``kbvqa.models.prefix``)."""
+        return scoring.p_yes(self, prompts, yes=yes, no=no, normalise=normalise, batch_size=batch_size,
+                             share_prefix=share_prefix)
 
     def completion_logprobs(self, prompts, completions, grad: bool = False, temperature: float = 1.0,
                             add_eos: bool = False):

@@ -53,6 +53,7 @@ from kbvqa.paper_vs_ours.effect import (
     effect_rows,
     evidence_of,
     lenient_verdict,
+    mechanism_lines,
     n_needed_continuous,
     n_needed_paired,
     paired_effect,
@@ -65,7 +66,8 @@ from kbvqa.paper_vs_ours.effects_file import EFFECTS_FILE, effect_record, load_e
 from kbvqa.paper_vs_ours.parts import all_effects, molt_effects, rcts_effects, reag_effects, serts_effects
 
 __all__ = ["COUNTED", "EVIDENCE", "N_BOOT", "PAPER_FLAT", "PAPER_FLAT_VERDICT", "PARTS", "Effect", "all_effects",
-           "counted", "direction", "effect_rows", "lenient_verdict", "n_needed_continuous", "n_needed_paired",
+           "counted", "direction", "effect_rows", "lenient_verdict", "mechanism_lines", "n_needed_continuous",
+           "n_needed_paired",
            "paired_spread", "strict_count",
            "molt_effects", "rcts_effects", "reag_effects", "serts_effects", "verdict", "verdict_counts",
            "EFFECTS_FILE", "effect_record", "evidence_of", "load_effects", "paired_effect", "stale_effect_rows",

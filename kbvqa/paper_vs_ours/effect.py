@@ -218,3 +218,21 @@ def strict_count(effects) -> dict[str, int]:
     rows = [e for e in effects if counted(e)]
     same = [e for e in rows if verdict(e) == "same"]
     return {"same": len(same), "counted": len(rows), "paper_mechanism": sum(e.paper_mechanism is True for e in same)}
+
+
+def mechanism_lines(effects, part: str) -> str:
+    """A Markdown list of one part's rows: name, strict verdict, whether the records show the paper's
+    mechanism, the mechanism line, why the row is not comparable and the untrained reference (chapter 31
+    prints it under each part's table, where a table cell would cut the line)."""
+    tags = {True: "the paper's mechanism", False: "not the paper's mechanism", None: "not measured"}
+    lines = []
+    for e in effects:
+        if e.part != part:
+            continue
+        extra = f" Not comparable: {e.why_not_comparable}." if not e.comparable else ""
+        if e.reference:
+            r = e.reference
+            extra += (f" Untrained reference: {r['label']} {100 * r['accuracy']:.1f} % "
+                      f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}].")
+        lines.append(f"- **{e.name}** ({verdict(e)}; {tags[e.paper_mechanism]}): {e.mechanism}.{extra}")
+    return "\n".join(lines)
