@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = {
     "models": "model layer: load, sampling with prefix reuse, batched P(Yes)",
     "reader": "the reader: load, prefix sharing, decode throughput against the bandwidth bound",
+    "fastpath": "the reader's fast path: the critic's shared prefix, each inference precision",
     "maxsim": "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply",
     "rcts": "RCTS (MCTS-HR) cost against Vanilla-RAG",
     "critic": "ReAG critic: batched vs one passage per call",
@@ -46,7 +47,7 @@ BENCHMARKS = {
     "book": "the book: execution time and reproducibility",
 }
 QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
-              "critic": "--queries 1 --k 1", "molt": "--queries 1 --repeats 1",
+              "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4", "molt": "--queries 1 --repeats 1",
               "book": "--only 01_models"}
 
 

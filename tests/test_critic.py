@@ -57,8 +57,9 @@ class FakeVLM:
     def __init__(self):
         self.calls, self.prompts = 0, 0
 
-    def p_yes(self, prompts, normalise="pair", batch_size=16):
+    def p_yes(self, prompts, normalise="pair", batch_size=16, share_prefix=False):
         self.calls, self.prompts = self.calls + 1, self.prompts + len(prompts)
+        self.share_prefix = share_prefix
         return torch.tensor([float(chat_text(c).split("score=")[1].split()[0]) for c in prompts])
 
 
@@ -131,6 +132,14 @@ def test_all_filtered_gives_the_question_and_image_alone():
     assert "<paragraph>fact 0 score=0.5 end</paragraph>" in chat_text(with_kept)
     images = [p for m in alone for p in m["content"] if p["type"] == "image"]
     assert len(images) == 1 and images[0]["image"].size == (56, 56)
+
+
+def test_the_critic_asks_for_the_shared_prefix_unless_told_not_to():
+    fake = FakeVLM()
+    Critic(fake).score(query(), passages(0.5, 0.2))
+    assert fake.share_prefix is True
+    Critic(fake, CriticConfig(share_prefix=False)).score(query(), passages(0.5, 0.2))
+    assert fake.share_prefix is False
 
 
 def test_wrong_number_of_scores_raises():

@@ -82,11 +82,18 @@ def git_commit(dirty_paths=()) -> str:
         return outside
 
 
+def precision_suffix(precision: str | None) -> str:
+    """What a model string gains for an inference precision (``kbvqa.models.precision``): nothing for
+    fp32, so every table made before the switch keeps its string; ``+bf16`` / ``+int8w`` otherwise."""
+    return "" if precision in (None, "fp32") else f"+{precision}"
+
+
 def model_fingerprint(vlm=None) -> str:
     """Which model made a run: ``reader:<fingerprint>`` for the shipped reader (``load_reader``
-    sets it), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
+    sets it; ``+bf16`` / ``+int8w`` appended at another precision than fp32, so a table made at one
+    precision is flagged beside another's), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
     if getattr(vlm, "fingerprint", None):
-        return f"reader:{vlm.fingerprint}"
+        return f"reader:{vlm.fingerprint}" + precision_suffix(getattr(vlm, "precision", None))
     weights = DATA_DIR / "tiny_vlm" / "model.safetensors"
     name = getattr(getattr(vlm, "core", None), "name_or_path", "") if vlm is not None else ""
     if name and "tiny_vlm" not in str(name):

@@ -8,7 +8,7 @@ returns the same next-token logits as ``scoring.next_token_logits`` (up to float
    run of at least ``min_shared`` tokens and whose pictures are the same (every image token of a
    prompt must lie inside the shared run, so the suffixes are text only);
 2. prefills each group's shared run once (``use_cache=True``), with its pictures;
-3. runs the suffixes of the group in chunks of ``batch_size`` on a copy of that cache repeated along
+3. runs the suffixes of the group, shortest first, in chunks of ``batch_size`` on a copy of that cache repeated along
    the batch (``DynamicCache.batch_repeat_interleave``). Suffixes are *left*-padded, so the pads sit
    between the prefix and the suffix: they are masked out of attention, the position ids skip them
    (prefix length + the count of real suffix tokens before each one), and the last position is each
@@ -127,6 +127,7 @@ def shared_prefix_logits(vlm, prompts, batch_size: int = 16, min_shared: int = M
     with torch.no_grad():
         for length, members in prefix_groups(items, _image_token_ids(vlm), min_shared):
             cache = _prefill(vlm, items[members[0]], length)
+            members = sorted(members, key=lambda i: items[i]["input_ids"].shape[1])   # less padding per chunk
             for start in range(0, len(members), batch_size):
                 chunk = members[start:start + batch_size]
                 logits = _suffix_logits(vlm, cache, length, [items[i]["input_ids"][0, length:] for i in chunk])

@@ -114,8 +114,13 @@ def seed_run(run_dir, path=READER_DIR) -> Path:
     return run_dir / "state.pt"
 
 
-def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None):
-    """The shipped reader as a ``VLM`` (adapters merged unless ``merge=False``), in eval mode."""
+def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, precision: str | None = None):
+    """The shipped reader as a ``VLM`` (adapters merged unless ``merge=False``), in eval mode.
+
+    ``precision`` (default ``$KBVQA_PRECISION``, else fp32; ``kbvqa.models.precision``) applies to a
+    merged reader, which infers; an unmerged one is a policy to train and stays fp32 (asking for
+    another precision with ``merge=False`` raises ``ValueError``)."""
+    from kbvqa.models.precision import apply_precision, requested_precision
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -135,10 +140,16 @@ def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None):
     with torch.no_grad():
         table = core.model.text_model.embed_tokens.weight
         table[table.shape[0] - rows.shape[0]:] = rows
+    wanted = requested_precision(precision)
+    if not merge and precision is not None and wanted != "fp32":
+        raise ValueError(f"precision={precision!r} with merge=False: a policy being trained keeps fp32")
     if merge:
         vlm.model = vlm.model.merge_and_unload()
     vlm.model.eval()
     if device is not None:
         vlm.model.to(device)
     vlm.fingerprint = reader_fingerprint(path)
+    vlm.precision = "fp32"
+    if merge:
+        apply_precision(vlm, wanted)
     return vlm

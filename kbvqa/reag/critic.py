@@ -54,6 +54,7 @@ class CriticConfig:
     normalise: str = "pair"             # "pair": softmax over {Yes, No}; "vocab": over the vocabulary (official)
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
+    share_prefix: bool = True           # prefill a query's system, picture and question once (kbvqa.models.prefix)
 
     def __post_init__(self):
         resolve_profile_fields(self, role="critic")
@@ -155,7 +156,8 @@ class Critic:
             sizes.append(len(passages))
         if not prompts:
             return [[] for _ in items]
-        flat = self.vlm.p_yes(prompts, normalise=self.config.normalise, batch_size=self.config.batch_size)
+        extra = {"share_prefix": True} if self.config.share_prefix else {}   # same scores, fewer tokens computed
+        flat = self.vlm.p_yes(prompts, normalise=self.config.normalise, batch_size=self.config.batch_size, **extra)
         flat = [float(v) for v in (flat.tolist() if hasattr(flat, "tolist") else flat)]
         if len(flat) != len(prompts):
             raise ValueError(f"p_yes returned {len(flat)} scores for {len(prompts)} prompts")

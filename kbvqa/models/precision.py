@@ -1,0 +1,107 @@
+"""The precision a merged model infers in: ``KBVQA_PRECISION=auto|fp32|bf16|int8w`` (issue 49, item 1).
+
+- ``fp32``: the default, and what every committed table was made with.
+- ``bf16``: the whole model in bfloat16 (inputs follow the model's dtype in ``VLM.encode``; logits
+  are read back in float32). Only where the hardware computes it (``computes_bf16``: AVX512-BF16 or
+  AMX on a CPU, compute capability 8.0+ on CUDA); elsewhere PyTorch emulates it, several times slower
+  than fp32, so asking for it raises ``ValueError`` naming ``computes_bf16`` and fp32.
+- ``int8w``: weight-only int8 on the text model's linear layers (symmetric, one scale per output
+  channel; ``torch._weight_int8pack_mm``, the kernel torchao's int8 weight-only mode uses on a CPU).
+  Activations stay in the model's float dtype, unlike dynamic int8 (which quantises activations too
+  and breaks this 135M reader: 0.225 gold-passage accuracy against 1.00, issue 49).
+- ``auto``: bf16 where ``computes_bf16``, else fp32. It never picks int8w: on the AVX2 machine where it
+  was measured the int8 kernel is slower than an fp32 matmul (``benchmarks/bench_precision.py``).
+
+Only inference uses this: a policy being trained keeps fp32 and unmerged adapters (``load_reader``
+refuses another precision with ``merge=False``). The precision travels with the model string
+(``precision_suffix``: ``reader:<fingerprint>+bf16``; fp32 adds nothing, so the committed tables
+keep their string), and a table made at another precision is flagged as one made by another model.
+
+Leaves out: a static KV cache and ``torch.compile`` (not measured to pay here), fp16 (the gpu profile's
+``loading.resolve_dtype``).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from kbvqa.experiments.runs import precision_suffix
+
+__all__ = ["DEFAULT_PRECISION", "PRECISIONS", "PRECISION_ENV", "Int8WeightLinear", "apply_precision",
+           "precision_suffix", "quantise_int8_weights", "requested_precision", "resolve_precision"]
+
+PRECISIONS = ("auto", "fp32", "bf16", "int8w")
+DEFAULT_PRECISION = "fp32"
+PRECISION_ENV = "KBVQA_PRECISION"
+
+
+def requested_precision(value: str | None = None) -> str:
+    """``value``, else ``$KBVQA_PRECISION``, else ``DEFAULT_PRECISION``; an unknown one raises
+    ``ValueError`` listing the choices."""
+    value = value if value is not None else os.environ.get(PRECISION_ENV, DEFAULT_PRECISION)
+    value = str(value).strip().lower()
+    if value not in PRECISIONS:
+        raise ValueError(f"unknown precision {value!r} ({PRECISION_ENV}); choose one of {list(PRECISIONS)}")
+    return value
+
+
+def resolve_precision(value: str | None, device: torch.device) -> str:
+    """The concrete precision (``fp32``, ``bf16`` or ``int8w``) for ``device``: ``auto`` picks bf16 where
+    ``computes_bf16`` and fp32 elsewhere; bf16 where the hardware only emulates it raises."""
+    from kbvqa.models.loading import computes_bf16
+
+    value = requested_precision(value)
+    if value == "auto":
+        return "bf16" if computes_bf16(device) else "fp32"
+    if value == "bf16" and not computes_bf16(device):
+        raise ValueError(f"{PRECISION_ENV}=bf16, but computes_bf16({device}) is False: this {device.type} only "
+                         "emulates bfloat16, far slower than float32; use fp32 (or auto)")
+    return value
+
+
+class Int8WeightLinear(torch.nn.Module):
+    """A linear layer with int8 weights (one float scale per output channel) and float activations."""
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        w = linear.weight.detach().float()
+        scale = w.abs().amax(dim=1).clamp(min=1e-8) / 127.0
+        self.register_buffer("weight_int8", torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8))
+        self.register_buffer("scale", scale)
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float())
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1])
+        out = torch._weight_int8pack_mm(flat.contiguous(), self.weight_int8, self.scale.to(x.dtype))
+        out = out.reshape(*x.shape[:-1], self.out_features)
+        return out if self.bias is None else out + self.bias.to(out.dtype)
+
+
+def quantise_int8_weights(module: torch.nn.Module, skip: tuple[str, ...] = ("lm_head",)) -> int:
+    """Replace every ``nn.Linear`` under ``module`` (but those named in ``skip``) by ``Int8WeightLinear``;
+    returns how many were replaced."""
+    replaced = 0
+    for name, child in list(module.named_children()):
+        if isinstance(child, torch.nn.Linear) and name not in skip:
+            setattr(module, name, Int8WeightLinear(child))
+            replaced += 1
+        else:
+            replaced += quantise_int8_weights(child, skip)
+    return replaced
+
+
+def apply_precision(vlm, precision: str | None = None):
+    """Put a merged ``vlm`` in ``precision`` (module docstring) and record it as ``vlm.precision``;
+    returns ``vlm``. int8w quantises the text model's linear layers (the vision tower and the output
+    head stay float)."""
+    concrete = resolve_precision(precision, vlm.device)
+    if concrete == "bf16":
+        vlm.model.to(torch.bfloat16)
+    elif concrete == "int8w":
+        text = getattr(vlm.core.model, "text_model", None) or getattr(vlm.core.model, "language_model", None)
+        if text is None or quantise_int8_weights(text) == 0:
+            raise ValueError("int8w found no text-model linear layers to quantise")
+    vlm.precision = concrete
+    return vlm

@@ -1,0 +1,83 @@
+"""kbvqa.models.precision: the KBVQA_PRECISION switch, weight-only int8 against its reference, the model string."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbvqa.experiments.runs import model_fingerprint
+from kbvqa.models import build_tiny_vlm, make_chat
+from kbvqa.models import precision as P
+
+
+def test_unknown_precision_lists_the_choices(monkeypatch):
+    with pytest.raises(ValueError, match=r"unknown precision 'fp8'.*\['auto', 'fp32', 'bf16', 'int8w'\]"):
+        P.requested_precision("fp8")
+    monkeypatch.setenv("KBVQA_PRECISION", "half")
+    with pytest.raises(ValueError, match="KBVQA_PRECISION"):
+        P.requested_precision()
+    monkeypatch.setenv("KBVQA_PRECISION", " BF16 ")
+    assert P.requested_precision() == "bf16"
+    monkeypatch.delenv("KBVQA_PRECISION")
+    assert P.requested_precision() == P.DEFAULT_PRECISION == "fp32"
+
+
+def test_auto_and_bf16_follow_the_hardware(monkeypatch):
+    import kbvqa.models.loading as loading
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(loading, "computes_bf16", lambda device: False)
+    assert P.resolve_precision("auto", cpu) == "fp32" and P.resolve_precision("int8w", cpu) == "int8w"
+    with pytest.raises(ValueError, match=r"computes_bf16\(cpu\) is False.*use fp32"):
+        P.resolve_precision("bf16", cpu)
+    monkeypatch.setattr(loading, "computes_bf16", lambda device: True)
+    assert P.resolve_precision("auto", cpu) == "bf16" == P.resolve_precision("bf16", cpu)
+
+
+def test_int8_weight_linear_equals_its_dequantised_reference():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(48, 40)
+    q = P.Int8WeightLinear(linear)
+    w = linear.weight.detach()
+    scale = w.abs().amax(dim=1) / 127
+    reference_w = torch.round(w / scale[:, None]).clamp(-127, 127) * scale[:, None]   # per-channel symmetric
+    x = torch.randn(3, 5, 48)
+    assert q.weight_int8.dtype == torch.int8 and q.weight_int8.abs().max() <= 127
+    assert torch.allclose(q(x), x @ reference_w.T + linear.bias.detach(), atol=1e-4)
+    assert torch.allclose(q(x), linear(x), atol=0.05)                                 # close to the float layer
+    assert q(x).dtype == torch.float32                                                # activations stay float
+
+
+def test_precision_travels_with_the_model_string():
+    class Fake:
+        fingerprint = "87914057b0c95a6e"
+
+    fake = Fake()
+    assert model_fingerprint(fake) == "reader:87914057b0c95a6e"                        # no precision: fp32
+    fake.precision = "fp32"
+    assert model_fingerprint(fake) == "reader:87914057b0c95a6e"                        # committed tables keep theirs
+    fake.precision = "bf16"
+    assert model_fingerprint(fake) == "reader:87914057b0c95a6e+bf16"
+    assert P.precision_suffix("int8w") == "+int8w"
+
+
+def test_int8w_on_a_tiny_idefics3_quantises_the_text_model_only():
+    vlm = build_tiny_vlm("idefics3", seed=0, hidden_size=64, num_layers=2, intermediate_size=128, vision_width=32,
+                         vision_depth=1, tie_embeddings=False)
+    prompt = [make_chat("what colour is it ?")]
+    before = vlm.next_token_logits(prompt)
+    P.apply_precision(vlm, "int8w")
+    text = vlm.core.model.text_model
+    assert vlm.precision == "int8w"
+    assert any(isinstance(m, P.Int8WeightLinear) for m in text.modules())
+    assert not any(isinstance(m, torch.nn.Linear) for m in text.modules())
+    assert not any(isinstance(m, P.Int8WeightLinear) for m in vlm.core.model.vision_model.modules())
+    after = vlm.next_token_logits(prompt)
+    assert torch.allclose(before, after, atol=0.05 * before.abs().max().item())
+
+
+def test_a_policy_being_trained_stays_fp32():
+    from kbvqa.reader import load_reader
+
+    with pytest.raises(ValueError, match="merge=False: a policy being trained keeps fp32"):
+        load_reader(merge=False, precision="int8w")
+    assert load_reader(merge=False).precision == "fp32"
