@@ -91,7 +91,8 @@ def precision_suffix(precision: str | None) -> str:
 def model_fingerprint(vlm=None) -> str:
     """Which model made a run: ``reader:<fingerprint>`` for the shipped reader (``load_reader``
     sets it; ``+bf16`` / ``+int8w`` appended at another precision than fp32, so a table made at one
-    precision is flagged beside another's), the tiny checkpoint's SHA-256 (first 16 hex digits), or the hub id of a hub model."""
+    precision is flagged beside another's), the tiny checkpoint's SHA-256 (first 16 hex digits), or
+    the hub id of a hub model."""
     if getattr(vlm, "fingerprint", None):
         return f"reader:{vlm.fingerprint}" + precision_suffix(getattr(vlm, "precision", None))
     weights = DATA_DIR / "tiny_vlm" / "model.safetensors"

@@ -120,8 +120,9 @@ def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, 
     ``precision`` (default ``$KBVQA_PRECISION``, else fp32; ``kbvqa.models.precision``) applies to a
     merged reader, which infers; an unmerged one is a policy to train and stays fp32 (asking for
     another precision with ``merge=False`` raises ``ValueError``)."""
-    from kbvqa.models.precision import apply_precision, requested_precision
     from safetensors.torch import load_file
+
+    from kbvqa.models.precision import apply_precision, requested_precision
 
     path = Path(path)
     missing = [n for n in TENSOR_FILES + ("reader.json",) if not (path / n).is_file()]
