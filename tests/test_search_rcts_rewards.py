@@ -59,6 +59,7 @@ class Echo:
 
     def generate(self, prompts, n=1, **kwargs):
         self.calls += 1
+        self.kwargs = kwargs
         return [[self.next(p) for _ in range(n)] for p in prompts]
 
 
@@ -111,6 +112,11 @@ def test_score_leaves_puts_every_sample_of_every_leaf_in_one_call():
     assert (b.q_self, b.q_mutual) == (1.0, 0.5)
     assert c.self_answers == [] and c.q_self == 0.0 and c.q_mutual == 1.0       # no reasoning, no Q_S
     assert counter.completions == 4 + 4 + 2 * 3
+    assert "share_prefix" not in vlm.kwargs                   # the default sends what it always sent
+    echo = Echo(script)
+    again = score_leaves(echo, TupleBuilder(), Ex("q"), [("A because x", refs)], refs, alpha=0.5, n_self=4,
+                         n_mutual=2, mutual="paper", counter=CallCounter(), share_prefix=True)
+    assert again[0].reward == a.reward and echo.kwargs["share_prefix"] is True
 
 
 @given(st.text(max_size=200))

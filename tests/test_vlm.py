@@ -261,3 +261,29 @@ def test_shared_prefix_prefills_the_picture_once(vlm):
     assert len(calls) == 1
     with pytest.raises(ValueError, match="batch_size"):
         vlm.next_token_logits(["x"], batch_size=0, share_prefix=True)
+
+
+def test_shared_prefix_generation_is_the_plain_greedy_generation(vlm):
+    """Prompts shaped as RCTS's mutual reward: a common opening (system, a solved example with its
+    picture, the response), then each reference's own question and picture."""
+    def mutual(ref_image, ref_question):
+        return [{"role": "system", "content": [{"type": "text", "text": "answer with a colour"}]},
+                {"role": "user", "content": [{"type": "image", "image": red()},
+                                             {"type": "text", "text": "what colour is the zorp ?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "the zorp is red ."}]},
+                {"role": "user", "content": [{"type": "image", "image": ref_image},
+                                             {"type": "text", "text": ref_question}]}]
+
+    batch = [mutual(tall(), "where does the blick live ?"), mutual(red(), "is the mass 3.5 kg ?"),
+             mutual(tall(), "what colour ?"), "a text-only prompt about the blick ?",
+             critic_like(red(), "what colour is the zorp ?", ["red"])[0]]
+    plain = vlm.generate(batch, temperature=0, max_new_tokens=6, batch_size=2)
+    shared = vlm.generate(batch, temperature=0, max_new_tokens=6, batch_size=2, share_prefix=True)
+    assert shared == plain
+    stops = vlm.generate(batch, temperature=0, max_new_tokens=6, stop=["."], share_prefix=True)
+    assert stops == vlm.generate(batch, temperature=0, max_new_tokens=6, stop=["."])
+    sampled = vlm.generate(batch[:3], n=3, temperature=1.0, max_new_tokens=4, seed=0, share_prefix=True,
+                           details=True)
+    assert [len(t) for t in sampled.texts] == [3, 3, 3]
+    assert sampled.texts == vlm.generate(batch[:3], n=3, temperature=1.0, max_new_tokens=4, seed=0,
+                                         share_prefix=True, details=True).texts      # seeded: repeatable

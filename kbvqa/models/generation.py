@@ -19,7 +19,12 @@ the same prompt ``n`` times. Greedy outputs are identical either way (tested). Q
 ``num_return_sequences``: their multimodal rotary positions (``rope_deltas``) are computed inside
 ``generate`` on the first step and do not survive an outside prefill.
 
-Leaves out: beam search, streaming, prefix sharing *across* different prompts.
+Across prompts (``share_prefix=True``, Idefics3): consecutive prompts that open with the same tokens
+(RCTS's mutual-reward prompts of one leaf: system, the query as a solved example and the branch's
+response, then each reference's question and picture) prefill that run once; each prompt's suffix,
+pictures included, is prefilled on a copy of the cache repeated for its rows (``_generate_group``).
+
+Leaves out: beam search, streaming.
 """
 from __future__ import annotations
 
@@ -151,10 +156,98 @@ def _generate_shared_prefix(vlm, batch, config, n: int, extra: dict):
                               past_key_values=cache, generation_config=single, **extra)
 
 
+def _generate_group(vlm, items: list[dict], length: int, config, rep: int, stops, image_ids) -> list[list[int]]:
+    """New token ids of each row (``rep`` per prompt) for prompts that share their first ``length``
+    tokens: that run is prefilled once (with its pictures), the cache repeated for every prompt, each
+    prompt's left-padded suffix (pads between prefix and suffix, masked; its own pictures, if any)
+    prefilled but its last token, the cache repeated ``rep`` times, then ``generate`` continues every
+    row from there."""
+    import copy
+
+    from transformers import StoppingCriteriaList
+
+    from kbvqa.models.prefix import _prefill, pictures_in
+
+    inside = pictures_in(items[0], length, image_ids)
+    cache = _prefill(vlm, items[0], length, inside)
+    suffixes = [it["input_ids"][0, length:] for it in items]
+    pad = vlm.tokenizer.pad_token_id if vlm.tokenizer.pad_token_id is not None else 0
+    width, device = max(len(x) for x in suffixes), suffixes[0].device
+    ids = torch.full((len(items), width), pad, dtype=torch.long, device=device)
+    mask = torch.zeros((len(items), width), dtype=torch.long, device=device)
+    for row, x in enumerate(suffixes):
+        ids[row, width - len(x):], mask[row, width - len(x):] = x, 1
+    pictures = {k: torch.cat([it[k][:, inside:] for it in items])
+                for k in items[0] if k.startswith("pixel") and items[0][k].shape[1] > inside}
+    cache.batch_repeat_interleave(len(items))
+    if width > 1:                        # each prompt's suffix once, then its cache repeated for its rows
+        head = mask[:, :-1]
+        vlm.model(input_ids=ids[:, :-1], attention_mask=torch.cat([torch.ones((len(items), length), dtype=torch.long,
+                                                                              device=device), head], 1),
+                  position_ids=length + (head.cumsum(-1) - 1).clamp(min=0), past_key_values=cache,
+                  use_cache=True, logits_to_keep=1, **pictures)
+    if rep > 1:
+        cache.batch_repeat_interleave(rep)
+    ids, mask = ids.repeat_interleave(rep, 0), mask.repeat_interleave(rep, 0)
+    rows = len(ids)
+    ones = torch.ones((rows, length), dtype=torch.long, device=device)
+    full_ids = torch.cat([items[0]["input_ids"][:, :length].expand(rows, -1), ids], 1)
+    extra = {}
+    if stops:
+        extra["stopping_criteria"] = StoppingCriteriaList([StopOnStrings(vlm.tokenizer, stops, full_ids.shape[1])])
+    single = copy.deepcopy(config)
+    single.num_return_sequences = 1
+    out = vlm.model.generate(input_ids=full_ids, attention_mask=torch.cat([ones, mask], 1), past_key_values=cache,
+                             generation_config=single, **extra)
+    return out[:, full_ids.shape[1]:].tolist()
+
+
+def _rows_shared(vlm, chats, config, per_call: int, batch_size: int, stops) -> list[list[int]]:
+    """Every prompt's ``per_call`` rows of new token ids, consecutive prompts with a common opening
+    sharing one prefill (``kbvqa.models.prefix.prefix_groups``); prompts sharing nothing run through
+    the plain batched path together."""
+    from kbvqa.models.prefix import _image_token_ids, prefix_groups
+
+    items = [vlm.encode([c]) for c in chats]
+    image_ids = _image_token_ids(vlm)
+    rows: list[list[int] | None] = [None] * (len(chats) * per_call)
+    alone = []
+    for length, members in prefix_groups(items, image_ids, suffix_pictures=True):
+        if len(members) == 1:
+            alone += members
+            continue
+        for start in range(0, len(members), batch_size):
+            chunk = members[start:start + batch_size]
+            new = _generate_group(vlm, [items[i] for i in chunk], length, config, per_call, stops, image_ids)
+            for k, i in enumerate(chunk):
+                rows[i * per_call:(i + 1) * per_call] = new[k * per_call:(k + 1) * per_call]
+    for start in range(0, len(alone), batch_size):
+        chunk = alone[start:start + batch_size]
+        batch = vlm.encode([chats[i] for i in chunk])
+        extra = {}
+        if stops:
+            from transformers import StoppingCriteriaList
+
+            extra["stopping_criteria"] = StoppingCriteriaList([StopOnStrings(vlm.tokenizer, stops,
+                                                                              batch["input_ids"].shape[1])])
+        if per_call > 1:
+            out = _generate_shared_prefix(vlm, batch, config, per_call, extra)
+        else:
+            out = vlm.model.generate(**batch, generation_config=config, **extra)
+        new = out[:, batch["input_ids"].shape[1]:].tolist()
+        for k, i in enumerate(chunk):
+            rows[i * per_call:(i + 1) * per_call] = new[k * per_call:(k + 1) * per_call]
+    return rows
+
+
 def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, top_k=0,
              repetition_penalty=1.0, stop=None, include_stop=False, seed=None, batch_size=8,
-             details=False):
-    """See ``VLM.generate``. Returns texts[prompt][sample], or ``Generations`` if ``details``."""
+             details=False, share_prefix=False):
+    """See ``VLM.generate``. Returns texts[prompt][sample], or ``Generations`` if ``details``.
+    ``share_prefix`` (Idefics3 only; ignored elsewhere): consecutive prompts that open with the same
+    tokens prefill them once (``_rows_shared``). Greedy outputs equal the plain path's (tested);
+    sampled ones are draws from the same distributions, not the same draws (rows are batched
+    differently, so the random stream meets them in another order)."""
     from transformers import GenerationConfig
 
     _check(n, max_new_tokens, temperature, top_p, top_k, repetition_penalty, batch_size, seed)
@@ -176,6 +269,19 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
         return tok.decode(ids, skip_special_tokens=True)
 
     texts, token_ids, finished = [], [], []
+
+    def collect(rows):
+        for i in range(len(rows) // per_call):
+            group = rows[i * per_call:(i + 1) * per_call] * (n if greedy else 1)
+            ends = [_end(r, set(eos), stops, decode) for r in group]
+            token_ids.append([r[:e] for r, (e, _) in zip(group, ends)])
+            finished.append([f for _, f in ends])
+            texts.append([_cut(decode(r[:e]), stops, include_stop) for r, (e, _) in zip(group, ends)])
+
+    if share_prefix and vlm.family == "idefics3" and chats:
+        with _seeded(seed, vlm.device), torch.no_grad():
+            collect(_rows_shared(vlm, chats, config, per_call, batch_size, stops))
+        chats = []
     with _seeded(seed, vlm.device), torch.no_grad():
         for start in range(0, len(chats), batch_size):
             batch = vlm.encode(chats[start:start + batch_size])
@@ -189,13 +295,7 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
                 out = _generate_shared_prefix(vlm, batch, config, per_call, extra)
             else:
                 out = vlm.model.generate(**batch, generation_config=config, **extra)
-            rows = out[:, batch["input_ids"].shape[1]:].tolist()
-            for i in range(len(rows) // per_call):
-                group = rows[i * per_call:(i + 1) * per_call] * (n if greedy else 1)
-                ends = [_end(r, set(eos), stops, decode) for r in group]
-                token_ids.append([r[:e] for r, (e, _) in zip(group, ends)])
-                finished.append([f for _, f in ends])
-                texts.append([_cut(decode(r[:e]), stops, include_stop) for r, (e, _) in zip(group, ends)])
+            collect(out[:, batch["input_ids"].shape[1]:].tolist())
     if not details:
         return texts
     return Generations(texts=texts, token_ids=token_ids,

@@ -62,10 +62,43 @@ def _pictures(item: dict) -> list[torch.Tensor]:
     return [v for k, v in item.items() if k.startswith("pixel") and isinstance(v, torch.Tensor)]
 
 
-def prefix_groups(items: list[dict], image_ids: set[int], min_shared: int = MIN_SHARED) -> list[tuple[int, list[int]]]:
+def _image_blocks(ids: list[int], image_ids: set[int]) -> list[tuple[int, int]]:
+    """``[(first, last)]`` token positions of each picture's run of image tokens, in order."""
+    blocks, start = [], None
+    for k, t in enumerate(ids):
+        if t in image_ids and start is None:
+            start = k
+        elif t not in image_ids and start is not None:
+            blocks.append((start, k - 1))
+            start = None
+    if start is not None:
+        blocks.append((start, len(ids) - 1))
+    return blocks
+
+
+def _same_picture(mine: list[torch.Tensor], theirs: list[torch.Tensor], k: int) -> bool:
+    """Whether picture ``k`` of two encoded prompts has the same pixels (and pixel mask)."""
+    return all(k < a.shape[1] and k < b.shape[1] and torch.equal(a[:, k], b[:, k]) for a, b in zip(mine, theirs))
+
+
+def _cut_before_block(shared: int, blocks: list[tuple[int, int]]) -> tuple[int, int]:
+    """(the shared length moved back so no picture is cut, the pictures inside it)."""
+    inside = 0
+    for first, last in blocks:
+        if last < shared:
+            inside += 1
+        elif first < shared:
+            return first, inside
+    return shared, inside
+
+
+def prefix_groups(items: list[dict], image_ids: set[int], min_shared: int = MIN_SHARED,
+                  suffix_pictures: bool = False) -> list[tuple[int, list[int]]]:
     """``[(prefix length, [prompt indices])]`` over encoded prompts (each ``{"input_ids": [1, L], ...}``),
-    in order: consecutive prompts with the same pictures whose ids share at least ``min_shared``
-    leading tokens, every image token inside the shared run, and at least one token after it."""
+    in order: consecutive prompts whose ids share at least ``min_shared`` leading tokens, whose
+    pictures inside that run are the same, and with at least one token after it. The run never cuts
+    a picture's tokens. ``suffix_pictures=False`` (scoring) also needs every picture inside the run;
+    with True (generation) the suffixes may hold pictures of their own, the same number in each."""
     groups: list[tuple[int, list[int]]] = []
     for i, item in enumerate(items):
         ids = item["input_ids"][0]
@@ -73,19 +106,33 @@ def prefix_groups(items: list[dict], image_ids: set[int], min_shared: int = MIN_
             length, members = groups[-1]
             first = items[members[0]]
             shared = min(length, _common(first["input_ids"][0], ids), len(ids) - 1)
-            last_image = max((k for k, t in enumerate(ids.tolist()) if t in image_ids), default=-1)
-            same_pictures = len(_pictures(first)) == len(_pictures(item)) and all(
-                a.shape == b.shape and torch.equal(a, b) for a, b in zip(_pictures(first), _pictures(item)))
-            if shared >= min_shared and last_image < shared and same_pictures:
+            blocks = _image_blocks(ids.tolist(), image_ids)
+            shared, inside = _cut_before_block(shared, blocks)
+            mine, theirs = _pictures(item), _pictures(first)
+            same_pictures = len(mine) == len(theirs) and all(
+                a.shape[:1] == b.shape[:1] and a.shape[2:] == b.shape[2:] for a, b in zip(mine, theirs))
+            differ = next((k for k in range(inside) if same_pictures and not _same_picture(mine, theirs, k)), None)
+            if differ is not None:                   # same image tokens, other pixels: cut before that picture
+                shared, inside = blocks[differ][0], differ
+            rest_ok = (inside == len(blocks)) if not suffix_pictures else all(
+                a.shape[1] == b.shape[1] for a, b in zip(mine, theirs))
+            if shared >= min_shared and same_pictures and rest_ok:
                 groups[-1] = (shared, members + [i])
                 continue
         groups.append((len(ids) - 1 if len(ids) > 1 else len(ids), [i]))
     return groups
 
 
-def _prefill(vlm, item: dict, length: int):
-    """The cache of ``item``'s first ``length`` tokens, with its pictures."""
+def pictures_in(item: dict, ids_until: int, image_ids: set[int]) -> int:
+    """How many of ``item``'s pictures lie in its first ``ids_until`` tokens."""
+    return sum(last < ids_until for _, last in _image_blocks(item["input_ids"][0].tolist(), image_ids))
+
+
+def _prefill(vlm, item: dict, length: int, pictures: int | None = None):
+    """The cache of ``item``'s first ``length`` tokens, with its first ``pictures`` pictures (all by default)."""
     batch = {k: v for k, v in item.items() if k not in ("input_ids", "attention_mask")}
+    if pictures is not None:
+        batch = {k: v[:, :pictures] for k, v in batch.items()} if pictures else {}
     ids = item["input_ids"][:, :length]
     out = vlm.model(input_ids=ids, attention_mask=torch.ones_like(ids),
                     position_ids=torch.arange(length, device=ids.device)[None], use_cache=True,

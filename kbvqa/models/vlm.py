@@ -157,11 +157,13 @@ class VLM:
     def generate(self, prompts, n: int = 1, max_new_tokens: int = 64, temperature: float = 1.0,
                  top_p: float = 1.0, top_k: int = 0, repetition_penalty: float = 1.0,
                  stop: Sequence[str] | str | None = None, include_stop: bool = False,
-                 seed: int | None = None, batch_size: int = 8, details: bool = False):
-        """Sample ``n`` completions per prompt (see ``generation.generate``)."""
+                 seed: int | None = None, batch_size: int = 8, details: bool = False, share_prefix: bool = False):
+        """Sample ``n`` completions per prompt (see ``generation.generate``; ``share_prefix``: prompts with a
+        common opening prefill it once)."""
         return generation.generate(self, prompts, n=n, max_new_tokens=max_new_tokens, temperature=temperature,
                         top_p=top_p, top_k=top_k, repetition_penalty=repetition_penalty, stop=stop,
-                        include_stop=include_stop, seed=seed, batch_size=batch_size, details=details)
+                        include_stop=include_stop, seed=seed, batch_size=batch_size, details=details,
+                        share_prefix=share_prefix)
 
     def next_token_logits(self, prompts, batch_size: int = 16, share_prefix: bool = False) -> torch.Tensor:
         """Float32 logits ``[B, V]`` of the token after each prompt's generation prompt."""

@@ -74,6 +74,8 @@ class RCTSConfig:
     rollouts_per_step: int = 1   # leaves selected+expanded before one batched simulate/reward pair
                                  # (1: the paper's sequential search; >1: leaf-parallel, fewer calls)
     batch_size: int = 16         # rows per forward pass inside one generate call
+    share_prefix: bool = False   # prompts with a common opening prefill it once (kbvqa.models.prefix): a leaf's
+                                 # mutual prompts, sibling paths; greedy answers unchanged, samples other draws
     seed: int = 0                # expansion/selection draws and model sampling
 
     def __post_init__(self):
@@ -184,9 +186,10 @@ class SearchState:
     def simulate(self, paths: list[list[int]], zero_shot: bool = False) -> list[str]:
         prompts = [(self.builder.kshot(self.query, []), 1)] if zero_shot else []
         prompts += [(self.builder.kshot(self.query, [self.examples[a] for a in p]), 1) for p in paths]
+        shared = {"share_prefix": True} if self.cfg.share_prefix else {}
         texts = generate_batched(self.vlm, prompts, self.counter, "simulate",
                                  temperature=self.cfg.sim_temperature, max_new_tokens=self.cfg.max_new_tokens,
-                                 seed=self._seed(), batch_size=self.cfg.batch_size)
+                                 seed=self._seed(), batch_size=self.cfg.batch_size, **shared)
         return [t[0] for t in texts]
 
     def reward_and_backup(self, leaves: list[tuple[Node, str]], selected: list[str]) -> None:
@@ -197,7 +200,7 @@ class SearchState:
             alpha=cfg.alpha, n_self=cfg.n_self, n_mutual=cfg.n_mutual, mutual=cfg.mutual,
             n_refs=cfg.n_mutual_refs, counter=self.counter, temperature=cfg.temperature,
             max_new_tokens=cfg.reward_max_new_tokens, stop=list(cfg.reward_stop) or None, seed=self._seed(),
-            batch_size=cfg.batch_size)
+            batch_size=cfg.batch_size, share_prefix=cfg.share_prefix)
         for (leaf, resp), score, sel in zip(leaves, scores, selected):
             index = len(self.records)
             leaf.response, leaf.answer = resp, score.answer

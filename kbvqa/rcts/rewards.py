@@ -102,7 +102,7 @@ def score_leaves(vlm, builder: PromptBuilder, query: Any, leaves: Sequence[tuple
                  retrieved: Sequence[Any], *, alpha: float, n_self: int, n_mutual: int,
                  mutual: str = "paper", n_refs: int = 5, counter: CallCounter,
                  temperature: float = 0.7, max_new_tokens: int = 8, stop: list[str] | None = None,
-                 seed: int | None = None, batch_size: int = 16) -> list[LeafScore]:
+                 seed: int | None = None, batch_size: int = 16, share_prefix: bool = False) -> list[LeafScore]:
     """Eq. 7-9 for each ``(response, path_examples)`` in ``leaves``, with one batched model call.
 
     ``retrieved`` are the candidates' examples in retrieval order (the official mutual references).
@@ -126,8 +126,9 @@ def score_leaves(vlm, builder: PromptBuilder, query: Any, leaves: Sequence[tuple
             ref_slots.append((len(requests), ref, n))
             requests.append((builder.mutual(query, response, ref), n))
         plan.append((answer, self_slot, ref_slots))
+    shared = {"share_prefix": True} if share_prefix else {}     # a leaf's mutual prompts share their opening
     texts = generate_batched(vlm, requests, counter, "rewards", temperature=temperature,
-                             max_new_tokens=max_new_tokens, stop=stop, seed=seed, batch_size=batch_size)
+                             max_new_tokens=max_new_tokens, stop=stop, seed=seed, batch_size=batch_size, **shared)
     scores = []
     for answer, self_slot, ref_slots in plan:
         self_answers = [] if self_slot is None else [builder.parse(t, query) for t in texts[self_slot]]

@@ -242,6 +242,8 @@ def spec_fingerprint(spec: RowSpec, setting: Setting, seed: int) -> dict:
     out = {"row": dataclasses.asdict(spec), "seed": seed, "k": setting.k}
     if spec.method == "rcts":
         out["rcts"] = dataclasses.asdict(rcts_config(spec, setting, seed))
+        if not out["rcts"]["share_prefix"]:       # the runs made before the option keep their fingerprint
+            del out["rcts"]["share_prefix"]
     if spec.with_context and setting.contexts_id:
         out["contexts"] = setting.contexts_id
     return json.loads(json.dumps(out))    # as it reads back from a file (tuples -> lists)
