@@ -124,6 +124,9 @@ benchmarks: $(STAMP)
 # reasoner's contexts for the first 40 test questions' candidates (N_c = N_p = 2); the cheap rows
 # on 200 questions; RCTS and the with-context rows on 40; the two ends of the alpha sweep on 15
 # (every step resumes where it stopped; on a GPU, drop the limits).
+# Pre-registration (kbvqa.experiments.plans): once a part commits data/experiments/<part>/plan.json,
+# its runner takes rows, n and seeds from the plan, and a size flag here that disagrees exits 2
+# naming the plan; a counted re-run drops these flags in the same commit as its plan.
 RCTS_KB = data/experiments/rcts/kb_rcts.jsonl
 rcts-experiments: $(STAMP)
 	$(PY) -m kbvqa.experiments.rcts_contexts --pairs 160

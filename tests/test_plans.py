@@ -251,3 +251,23 @@ def test_a_judge_that_keeps_the_incumbent_is_seen_in_its_rounds():
     line, paper = molt_role_line(records, "one_shot", "t")
     assert "rank 1 on 100%" in line and "wins 0% of 3 rounds it enters as challenger, 100% of 12" in line
     assert paper is False and line.endswith("(a judge that keeps the incumbent)")
+
+
+def test_a_run_into_the_committed_folder_is_checked_and_a_scratch_run_is_not(tmp_path):
+    from kbvqa.experiments.plans import check_counted_run, ids_by_row
+
+    records = {"base": [{"id": i} for i in IDS], "treat": [{"id": i} for i in IDS]}
+    flat = [{"method": "base", "id": "q0", "seed": 1}, {"method": "base", "id": "q0", "seed": 2},
+            {"row": "treat", "id": "q1"}]
+    assert ids_by_row(records) == RECORDS and ids_by_row(flat) == {"base": ["q0"], "treat": ["q1"]}
+    committed, scratch = tmp_path / "part", tmp_path / "scratch"
+    assert check_counted_run(scratch, committed, records, RUN) is None           # not counted, not checked
+    with pytest.raises(ValueError, match="plan.json is missing"):
+        check_counted_run(committed, committed, records, RUN)
+
+
+def test_the_committed_tables_are_not_pre_registered_and_the_git_check_passes():
+    from kbvqa.paper_vs_ours import all_effects
+
+    effects = all_effects(verify_git=True)
+    assert {e.plan_status for e in effects} == {NOT_PRE_REGISTERED} and all(e.plan is None for e in effects)

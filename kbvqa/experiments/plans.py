@@ -245,3 +245,26 @@ def apply_plan(args: argparse.Namespace, out: Path, parser: argparse.ArgumentPar
                          "counted run's sizes: drop the option or register a new plan")
         setattr(args, attr, value)
     return plan
+
+
+def ids_by_row(records) -> dict[str, list[str]]:
+    """``{row: [query id, ...]}`` (one per question, in run order) of a run's records: a dict of record
+    lists by row, or a flat list whose records name their ``row`` or ``method``."""
+    if isinstance(records, dict):
+        items = [(row, r) for row, recs in records.items() for r in recs]
+    else:
+        items = [(r.get("row") or r.get("method"), r) for r in records]
+    out: dict[str, dict] = {}
+    for row, r in items:
+        out.setdefault(str(row), {})[str(r.get("id", r.get("query_id")))] = None
+    return {row: list(ids) for row, ids in out.items()}
+
+
+def check_counted_run(out: Path, committed: Path, records, provenance: dict) -> dict | None:
+    """Before a runner writes its table: a run into the part's committed folder (``committed``) is a
+    counted run and must match its plan (``plan_status`` with ``verify_git``; a run started after
+    ``PLANS_REQUIRED_SINCE`` without a plan raises ``ValueError`` naming the file). A run written
+    elsewhere (a test, a trial in a scratch folder) is not counted and is not checked: ``None``."""
+    if Path(out).resolve() != Path(committed).resolve():
+        return None
+    return plan_status(Path(out), ids_by_row(records), provenance, verify_git=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
-from kbvqa.experiments.plans import apply_plan
+from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
@@ -205,6 +205,7 @@ def main(argv=None) -> dict:
                         provenance=provenance(args.seed, model=role_model("judge"),
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
+    check_counted_run(args.out, RESULTS_DIR, records, results["provenance"])       # plan.json
     write_results(results, records, args.out)
     print_table(results)
     return results

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kbvqa.config import DATA_DIR, seed_everything
 from kbvqa.data import get_world
-from kbvqa.experiments.plans import apply_plan
+from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.models.checkpoints import role_model
 from kbvqa.pipeline.results import (
@@ -101,6 +101,7 @@ def main(argv=None) -> dict:
                                                      "critic": critic},
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip()))
+    check_counted_run(args.out, RESULTS_DIR, records, results["provenance"])       # plan.json
     write_results(results, args.out)
     print_table(results)
     return results

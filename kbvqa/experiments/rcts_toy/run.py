@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
-from kbvqa.experiments.plans import apply_plan
+from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
@@ -98,6 +98,7 @@ def main(argv=None) -> dict:
     for name in runs:
         limit = args.sweep_limit if ROWS[name].sweep else args.limit
         run_to_file(name, toy_setting(world, retrieval, limit, contexts=contexts), vlm, args.out, args.seed, args.fresh)
+    check_counted_run(args.out, RESULTS_DIR, read_runs(args.out), provenance(args.seed, vlm))   # plan.json
     results = summarise(args.out, limits={"limit": args.limit, "sweep_limit": args.sweep_limit},
                         provenance=provenance(args.seed, vlm, wall_seconds=round(time.perf_counter() - t0, 1),
                                               roles=roles,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kbvqa.config import seed_everything
 from kbvqa.data import get_world
-from kbvqa.experiments.plans import apply_plan
+from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import provenance, resumable_parser, resumed_run
 from kbvqa.experiments.work import WorkFolder, default_work_root, work_fingerprint
 from kbvqa.models.checkpoints import role_model
@@ -139,6 +139,7 @@ def main(argv=None) -> dict:
                         provenance=provenance(args.seed, model=role_model("rl_policy"), roles=ladder_models(),
                                               wall_seconds=round(time.perf_counter() - t0, 1),
                                               command=command.strip(), invocations=invocations))
+    check_counted_run(args.out, RESULTS_DIR, records, results["provenance"])       # plan.json
     write_results(results, args.out)
     ship_models(work, args.out)
     print_table(results)

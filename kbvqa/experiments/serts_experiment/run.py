@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data.toyworld import get_world
-from kbvqa.experiments.plans import apply_plan
+from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import model_fingerprint, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
@@ -142,6 +142,7 @@ def main(argv=None) -> dict:
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
                       setup_seconds=times, setup_configs=configs,
                       command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
+    check_counted_run(args.out, RESULTS_DIR, [r for recs in runs.values() for r in recs], prov)   # plan.json
     results = summarise(runs, config=asdict(config), provenance=prov)
     write_results(results, args.out)
     print_tables(results)
