@@ -81,3 +81,20 @@ def test_a_policy_being_trained_stays_fp32():
     with pytest.raises(ValueError, match="merge=False: a policy being trained keeps fp32"):
         load_reader(merge=False, precision="int8w")
     assert load_reader(merge=False).precision == "fp32"
+
+
+def test_a_table_at_another_precision_is_the_same_reader_but_stale(monkeypatch):
+    from kbvqa.config import Profile
+    from kbvqa.experiments.runs import foreign_reader_tables, stale_tables
+    from kbvqa.models import checkpoints
+
+    models = {"a/results.json": "reader:cafe+bf16", "b/results.json": "reader:beef", "c/results.json": "reader:cafe"}
+    assert foreign_reader_tables(models, "cafe") == {"b/results.json": "reader:beef"}      # other weights only
+    monkeypatch.setattr(checkpoints, "reader_fingerprint", lambda: "cafe")
+    cpu = Profile("cpu", "cpu", 1.0, 10)
+    made_by = {"a/results.json": {"reader": "reader:cafe+bf16"}, "c/results.json": {"reader": "reader:cafe"}}
+    monkeypatch.setenv("KBVQA_PRECISION", "fp32")
+    assert set(stale_tables(made_by, lambda r: checkpoints.role_model(r, cpu))) == {"a/results.json"}
+    monkeypatch.setenv("KBVQA_PRECISION", "int8w")
+    assert checkpoints.role_model("reader", cpu) == "reader:cafe+int8w"
+    assert set(stale_tables(made_by, lambda r: checkpoints.role_model(r, cpu))) == {"a/results.json", "c/results.json"}

@@ -129,8 +129,11 @@ def committed_models(root: Path | None = None) -> dict[str, str]:
 
 def foreign_reader_tables(models: dict[str, str], fingerprint: str) -> dict[str, str]:
     """The tables of ``models`` (``committed_models``) made with a reader other than ``fingerprint``
-    (the shipped one, ``kbvqa.reader.reader_fingerprint``): each must be re-run before it is shown."""
-    return {path: m for path, m in models.items() if m.startswith("reader:") and m != f"reader:{fingerprint}"}
+    (the shipped one, ``kbvqa.reader.reader_fingerprint``): each must be re-run before it is shown.
+    Other weights, that is: a table of the same reader at another precision (``+bf16``) is not foreign;
+    ``stale_tables`` flags it where the role now loads another precision."""
+    return {path: m for path, m in models.items()
+            if m.startswith("reader:") and m.split("+")[0] != f"reader:{fingerprint}"}
 
 
 # The roles whose models made each committed table, the first the one its provenance's ``model`` names

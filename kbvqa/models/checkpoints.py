@@ -107,9 +107,16 @@ def load_vlm(role: str = "generator", profile=None, **kwargs):
 def role_model(role: str, profile=None) -> str:
     """The weights ``load_vlm(role)`` gives in ``profile``, named without loading them as a run's
     provenance names its model (``kbvqa.experiments.runs.model_fingerprint`` of the loaded one):
-    ``reader:<fingerprint>``, ``tiny_vlm:<sha256 prefix>`` or the gpu checkpoint's id."""
+    ``reader:<fingerprint>`` (``+bf16`` / ``+int8w`` when ``KBVQA_PRECISION`` asks for another precision
+    than fp32), ``tiny_vlm:<sha256 prefix>`` or the gpu checkpoint's id."""
     gpu_checkpoint(role)
     profile = profile or get_profile()
     if profile.is_gpu:
         return gpu_checkpoint(role)
-    return f"reader:{reader_fingerprint()}" if plays_reader(role) else model_fingerprint(None)   # tiny
+    if plays_reader(role):          # at the precision a merged reader loads in (KBVQA_PRECISION; fp32 adds nothing)
+        import torch
+
+        from kbvqa.models.precision import precision_suffix, resolve_precision
+
+        return f"reader:{reader_fingerprint()}" + precision_suffix(resolve_precision(None, torch.device("cpu")))
+    return model_fingerprint(None)   # tiny
