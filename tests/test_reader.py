@@ -477,6 +477,14 @@ def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
     assert table.loc["kbvqa_gold_passage_acc", "target"] == ">= 0.9"
     assert card["sizes"]["kbvqa_10_passages_direct"] == 2 and "<think>" in card["examples"]["kbvqa_10_passages"]["target"]
     assert "<think>" not in card["examples"]["kbvqa_10_passages_direct"]["target"]
+    # per-query outcomes of every row, what kbvqa.reader.fastcard pairs between two paths
+    for row in ("kbvqa_gold_passage_acc", "mc_3_random_acc", "pairwise_acc", "ladder_acc", "naming_name_acc"):
+        assert len(card["outcomes"][row]) == 2 and sum(card["outcomes"][row]) / 2 == pytest.approx(card[row])
+    assert len(card["outcomes"]["critic_p_yes"]) == card["sizes"]["critic"]
+    shared = evaluate_card(vlm, world, n=2, image_size=56, share_prefix=True)
+    from kbvqa.reader.fastcard import compare_outcomes
+
+    assert compare_outcomes(card, shared)["critic_mean_abs_dp"] < 1e-4    # the fast path's scores, the same
     live = live_kbvqa(vlm, world, n=2, image_size=56)
     assert [len(v) for v in live.values()] == [2, 2, 2]
     rows = live_agreement(vlm, world, card, n=2, image_size=56)   # the same greedy answers: same results

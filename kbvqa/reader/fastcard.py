@@ -1,0 +1,135 @@
+"""The accuracy condition of the reader's fast path (issue 49, item 4): the whole card on both paths.
+
+A fast path (another precision, prefix reuse) is used only if it keeps the reader's answers:
+
+- for every card row, the 95 % paired-bootstrap interval of (fast - fp32) over the same queries lies
+  within ±``ROW_TOLERANCE`` (3 points);
+- the three KB-VQA rows (gold passage, ten passages, no passage) each move by at most
+  ``KBVQA_TOLERANCE`` (1.5 points);
+- the critic's mean |ΔP(Yes)| over the card's critic prompts is at most ``CRITIC_TOLERANCE`` (0.02).
+
+``compare_outcomes`` checks that on two ``evaluate_card`` results (their per-query ``outcomes``);
+``python -m kbvqa.reader.fastcard [--precision auto] [--n 200] [--work DIR]`` evaluates the card on
+fp32 (the committed path, with per-query outcomes) and on the fast path, each evaluation cached in
+``--work`` so that a stopped run resumes at the evaluation it had not finished, and writes
+``evaluation_fast`` into ``data/reader/card.json`` (``evaluation``, fp32, is kept): the fast path's
+rows, the comparison, ``accepted``, the precision and the machine. Every path measured is reported,
+the ones that fail too.
+
+Leaves out: switching the default (``kbvqa.models.precision.DEFAULT_PRECISION`` stays fp32 until a
+machine's ``evaluation_fast`` is accepted and committed).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+
+ROW_TOLERANCE = 0.03
+KBVQA_TOLERANCE = 0.015
+CRITIC_TOLERANCE = 0.02
+KBVQA_ROWS = ("kbvqa_gold_passage_acc", "kbvqa_10_passages_acc", "kbvqa_no_passage_acc")
+N_BOOT = 2000
+
+
+def _paired_interval(a: list[float], b: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """(mean of a - b, 2.5 % and 97.5 % bootstrap quantiles), seeded."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    means = d[np.random.default_rng(seed).integers(0, len(d), size=(N_BOOT, len(d)))].mean(axis=1)
+    return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def compare_outcomes(reference: dict, fast: dict) -> dict:
+    """``{"rows": {row: {...}}, "critic_mean_abs_dp": x, "accepted": bool, "failed": [...]}`` for two
+    ``evaluate_card`` results' ``outcomes`` (the same queries in the same order). A row whose
+    outcomes differ in length raises ``ValueError`` naming it."""
+    ref, new = reference.get("outcomes") or {}, fast.get("outcomes") or {}
+    if not ref or not new:
+        raise ValueError("both evaluations need per-query 'outcomes' (kbvqa.reader.card.evaluate_card)")
+    rows, failed = {}, []
+    for row in sorted(set(ref) & set(new)):
+        if len(ref[row]) != len(new[row]):
+            raise ValueError(f"row {row!r}: {len(ref[row])} fp32 outcomes against {len(new[row])} on the fast path")
+        if row == "critic_p_yes":
+            continue
+        diff, low, high = _paired_interval(new[row], ref[row])
+        tolerance = KBVQA_TOLERANCE if row in KBVQA_ROWS else ROW_TOLERANCE
+        ok = -ROW_TOLERANCE <= low and high <= ROW_TOLERANCE and (row not in KBVQA_ROWS or abs(diff) <= tolerance)
+        rows[row] = {"fp32": float(np.mean(ref[row])), "fast": float(np.mean(new[row])), "diff": round(diff, 4),
+                     "low": round(low, 4), "high": round(high, 4), "ok": ok}
+        if not ok:
+            failed.append(row)
+    dp = None
+    if "critic_p_yes" in ref and "critic_p_yes" in new:
+        dp = float(np.mean(np.abs(np.asarray(new["critic_p_yes"]) - np.asarray(ref["critic_p_yes"]))))
+        if dp > CRITIC_TOLERANCE:
+            failed.append("critic_p_yes")
+    return {"rows": rows, "critic_mean_abs_dp": dp, "failed": failed, "accepted": not failed}
+
+
+def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads: int) -> dict:
+    """The card evaluated on one path, read back from ``path`` when a previous run finished it."""
+    import torch
+
+    from kbvqa.data import get_world
+    from kbvqa.reader.card import evaluate_card
+    from kbvqa.reader.ship import load_reader
+
+    if path.exists():
+        cached = json.loads(path.read_text())
+        if cached.get("n_queries") == n and cached.get("path") == [precision, share_prefix]:
+            return cached
+    torch.set_num_threads(threads)
+    vlm = load_reader(precision=precision)
+    evaluation = evaluate_card(vlm, get_world(0), n=n, share_prefix=share_prefix)
+    evaluation["path"] = [vlm.precision, share_prefix]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(evaluation, default=str))
+    tmp.replace(path)
+    return evaluation
+
+
+def main(argv=None) -> dict:
+    from kbvqa.experiments.runs import git_commit
+    from kbvqa.models.precision import PRECISIONS, resolve_precision
+    from kbvqa.reader.ship import READER_DIR
+
+    parser = argparse.ArgumentParser(prog="python -m kbvqa.reader.fastcard", description=__doc__.split("\n")[0])
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="the fast path's precision")
+    parser.add_argument("--no-share-prefix", action="store_true", help="measure the precision alone")
+    parser.add_argument("--n", type=int, default=200, help="test queries per row (the card's 200)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "kbvqa" / "fastcard",
+                        help="where each evaluation is cached, so a stopped run resumes")
+    parser.add_argument("--card", type=Path, default=READER_DIR / "card.json")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.threads < 1:
+        parser.error("--n and --threads must be positive")
+    import torch
+
+    precision = resolve_precision(args.precision, torch.device("cpu"))
+    share = not args.no_share_prefix
+    reference = _evaluation(args.work / f"fp32-n{args.n}.json", "fp32", False, args.n, args.threads)
+    fast = _evaluation(args.work / f"{precision}{'-shared' if share else ''}-n{args.n}.json", precision, share,
+                       args.n, args.threads)
+    comparison = compare_outcomes(reference, fast)
+    card = json.loads(args.card.read_text())
+    rows = {k: v for k, v in fast.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    card.setdefault("evaluation_fast", {})[f"{precision}{'+shared_prefix' if share else ''}"] = {
+        "precision": precision, "share_prefix": share, "n_queries": args.n, "rows": rows,
+        "comparison": comparison, "accepted": comparison["accepted"], "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": args.threads}}
+    args.card.write_text(json.dumps(card, indent=1, default=str))
+    print(json.dumps({"accepted": comparison["accepted"], "failed": comparison["failed"],
+                      "critic_mean_abs_dp": comparison["critic_mean_abs_dp"]}, indent=1))
+    return comparison
+
+
+if __name__ == "__main__":
+    main()

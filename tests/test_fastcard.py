@@ -1,0 +1,45 @@
+"""kbvqa.reader.fastcard: the accuracy condition of a fast path, on hand-made outcomes."""
+from __future__ import annotations
+
+import pytest
+
+from kbvqa.reader.fastcard import compare_outcomes
+
+
+def outcomes(**rows):
+    return {"outcomes": rows}
+
+
+def test_identical_paths_are_accepted():
+    same = outcomes(kbvqa_gold_passage_acc=[True] * 150 + [False] * 50, pairwise_acc=[True, False] * 100,
+                    critic_p_yes=[0.2] * 600)
+    result = compare_outcomes(same, same)
+    assert result["accepted"] and result["failed"] == [] and result["critic_mean_abs_dp"] == 0
+    assert result["rows"]["pairwise_acc"]["diff"] == 0 and result["rows"]["pairwise_acc"]["ok"]
+
+
+def test_a_row_that_moves_more_than_its_tolerance_fails():
+    ref = [True] * 100 + [False] * 100
+    two = [True] * 104 + [False] * 96                      # +2 points: outside KB-VQA's 1.5
+    one = [True] * 102 + [False] * 98                      # +1 point, its interval inside ±3
+    result = compare_outcomes(outcomes(kbvqa_10_passages_acc=ref, mc_3_random_acc=ref),
+                              outcomes(kbvqa_10_passages_acc=two, mc_3_random_acc=one))
+    assert result["failed"] == ["kbvqa_10_passages_acc"] and not result["accepted"]
+    assert result["rows"]["mc_3_random_acc"]["ok"] and result["rows"]["kbvqa_10_passages_acc"]["diff"] == 0.02
+
+
+def test_a_noisy_row_whose_interval_reaches_past_three_points_fails():
+    ref = [True, False] * 50
+    flipped = [False, True] * 50                           # mean equal, every query changed: a wide interval
+    result = compare_outcomes(outcomes(pairwise_acc=ref), outcomes(pairwise_acc=flipped))
+    row = result["rows"]["pairwise_acc"]
+    assert row["diff"] == 0 and (row["low"] < -0.03 or row["high"] > 0.03) and result["failed"] == ["pairwise_acc"]
+
+
+def test_the_critic_condition_and_bad_input():
+    result = compare_outcomes(outcomes(critic_p_yes=[0.1, 0.5]), outcomes(critic_p_yes=[0.15, 0.55]))
+    assert result["critic_mean_abs_dp"] == pytest.approx(0.05) and result["failed"] == ["critic_p_yes"]
+    with pytest.raises(ValueError, match="'pairwise_acc': 2 fp32 outcomes against 3"):
+        compare_outcomes(outcomes(pairwise_acc=[1, 0]), outcomes(pairwise_acc=[1, 0, 1]))
+    with pytest.raises(ValueError, match="per-query 'outcomes'"):
+        compare_outcomes({}, outcomes(pairwise_acc=[1]))
