@@ -98,3 +98,31 @@ def test_a_table_at_another_precision_is_the_same_reader_but_stale(monkeypatch):
     monkeypatch.setenv("KBVQA_PRECISION", "int8w")
     assert checkpoints.role_model("reader", cpu) == "reader:cafe+int8w"
     assert set(stale_tables(made_by, lambda r: checkpoints.role_model(r, cpu))) == {"a/results.json", "c/results.json"}
+
+
+def test_the_reader_loads_strictly(tmp_path):
+    """A half-shipped adapter, a foreign tensor or tensors other than the card's raise, naming the fix."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from kbvqa.reader import READER_DIR, load_reader
+
+    copy = tmp_path / "reader"
+    shutil.copytree(READER_DIR, copy)
+    adapter = load_file(str(copy / "adapter.safetensors"))
+    half = dict(list(adapter.items())[: len(adapter) // 2])
+    save_file(half, str(copy / "adapter.safetensors"))
+    with pytest.raises(ValueError, match=r"trained tensors missing.*git checkout"):
+        load_reader(copy)
+    save_file({**adapter, "model.extra.weight": torch.zeros(2)}, str(copy / "adapter.safetensors"))
+    with pytest.raises(ValueError, match=r"unexpected \['model.extra.weight'\]"):
+        load_reader(copy)
+    name = next(iter(adapter))
+    save_file({**adapter, name: adapter[name] * 2}, str(copy / "adapter.safetensors"))     # same keys, new values
+    import json
+
+    recorded = json.loads((copy / "card.json").read_text())["fingerprint"]
+    with pytest.raises(ValueError, match=f"was measured on {recorded}.*git checkout"):
+        load_reader(copy)
+    assert load_reader(copy, check_card=False).fingerprint != recorded

@@ -114,12 +114,43 @@ def seed_run(run_dir, path=READER_DIR) -> Path:
     return run_dir / "state.pt"
 
 
-def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, precision: str | None = None):
+def check_shipped_tensors(core, tensors: dict, path) -> None:
+    """Every tensor the reader trains (LoRA adapters, vision tower, connector) must be shipped, and
+    nothing else, each with its shape: else ``ValueError`` naming the folder and the fix. (The base's
+    weights are not shipped; they come from the cached GGUF.)"""
+    state = core.state_dict()
+    trained = {n for n in state if "lora_" in n or n.startswith(("model.vision_model.", "model.connector."))}
+    absent, unexpected = sorted(trained - set(tensors)), sorted(set(tensors) - set(state))
+    wrong = sorted(n for n in set(tensors) & set(state) if tuple(tensors[n].shape) != tuple(state[n].shape))
+    if absent or unexpected or wrong:
+        raise ValueError(f"{path} does not hold the reader its reader.json describes: "
+                         f"{len(absent)} trained tensors missing {absent[:3]}, unexpected {unexpected[:3]}, "
+                         f"wrong shapes {wrong[:3]}; restore it with `git checkout {path}`")
+
+
+def check_card_fingerprint(fingerprint: str, path) -> None:
+    """The shipped tensors must be the ones ``card.json`` was measured on (its ``fingerprint``), else
+    ``ValueError`` naming both and the fix: every committed table names that fingerprint."""
+    card = Path(path) / "card.json"
+    if not card.exists():
+        return
+    recorded = json.loads(card.read_text()).get("fingerprint")
+    if recorded and recorded != fingerprint:
+        raise ValueError(f"{path}: the shipped tensors hash to {fingerprint}, but {card} was measured on {recorded}; "
+                         f"restore the folder with `git checkout {path}` (or re-run `python -m kbvqa.reader.card` "
+                         "after training a new reader)")
+
+
+def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, precision: str | None = None,
+                check_card: bool = True):
     """The shipped reader as a ``VLM`` (adapters merged unless ``merge=False``), in eval mode.
 
     ``precision`` (default ``$KBVQA_PRECISION``, else fp32; ``kbvqa.models.precision``) applies to a
     merged reader, which infers; an unmerged one is a policy to train and stays fp32 (asking for
-    another precision with ``merge=False`` raises ``ValueError``)."""
+    another precision with ``merge=False`` raises ``ValueError``). Loading is strict: a missing,
+    unexpected or misshapen trained tensor, or tensors other than those ``card.json`` was measured on
+    (``check_card``; ``kbvqa.reader.card`` turns it off to measure a new reader), raise ``ValueError``
+    naming the folder and the fix."""
     from safetensors.torch import load_file
 
     from kbvqa.models.precision import apply_precision, requested_precision
@@ -134,9 +165,8 @@ def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, 
     vlm.add_lora(r=lora["r"], alpha=lora["alpha"], dropout=0.0, target_modules=tuple(lora["targets"]))
     core = vlm.core
     tensors = {**load_file(str(path / "vision.safetensors")), **load_file(str(path / "adapter.safetensors"))}
-    missing, unexpected = core.load_state_dict(tensors, strict=False)
-    if unexpected:
-        raise RuntimeError(f"shipped tensors do not fit the reader: unexpected {unexpected[:5]}")
+    check_shipped_tensors(core, tensors, path)
+    core.load_state_dict(tensors, strict=False)           # the base's weights come from the cached GGUF
     rows = load_file(str(path / "new_embeddings.safetensors"))["rows"]
     with torch.no_grad():
         table = core.model.text_model.embed_tokens.weight
@@ -150,6 +180,8 @@ def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, 
     if device is not None:
         vlm.model.to(device)
     vlm.fingerprint = reader_fingerprint(path)
+    if check_card:
+        check_card_fingerprint(vlm.fingerprint, path)
     vlm.precision = "fp32"
     if merge:
         apply_precision(vlm, wanted)
