@@ -271,3 +271,18 @@ def test_the_committed_tables_are_not_pre_registered_and_the_git_check_passes():
 
     effects = all_effects(verify_git=True)
     assert {e.plan_status for e in effects} == {NOT_PRE_REGISTERED} and all(e.plan is None for e in effects)
+
+
+@pytest.mark.parametrize("module", ["kbvqa.paper_vs_ours", "tools.first_cell", "tools.reader_rounds",
+                                    "kbvqa.reader.fastcard"])
+def test_help_writes_nothing(module):
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    before = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+    after = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    assert done.returncode == 0 and "usage:" in done.stdout
+    assert after == before, f"{module} --help changed the tree"

@@ -61,6 +61,24 @@ def write_first_cells(notebooks=None) -> list[Path]:
     return changed
 
 
-if __name__ == "__main__":
+def main(argv=None) -> None:
+    """Parse the arguments first: ``--help`` prints and writes nothing; ``--check`` only says which
+    notebooks differ (exit 1 when any does)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.first_cell",
+                                     description="Rewrite the first code cell of every notebook from _config.yml.")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a first cell differs")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = [p.relative_to(ROOT) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+                 if "".join(next(c for c in json.loads(p.read_text())["cells"]
+                                 if c["cell_type"] == "code")["source"]) != first_cell()]
+        print("\n".join(f"differs: {p}" for p in stale) or "every first cell is up to date")
+        raise SystemExit(1 if stale else 0)
     for path in write_first_cells():
         print("updated", path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()

@@ -140,7 +140,13 @@ def entry_or_recorded(number: int, what: str, source: str, shipped: bool, record
     return round_entry(number, what, source, shipped)
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    """Parse the arguments first: ``--help`` prints and writes nothing."""
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m tools.reader_rounds",
+                            description=f"Rewrite {OUT.name}: the reader's training rounds, from the committed "
+                            "runs (reads git history; writes that one file).").parse_args(argv)
     commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
     old = json.loads(OUT.read_text())["rounds"] if OUT.exists() else []
     recorded = {(r["round"], r["what"]): r for r in old}
