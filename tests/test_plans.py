@@ -286,3 +286,39 @@ def test_help_writes_nothing(module):
     after = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
     assert done.returncode == 0 and "usage:" in done.stdout
     assert after == before, f"{module} --help changed the tree"
+
+
+# ------------------------------------------------------------------------------ committed files name themselves
+def test_a_corrupt_results_file_names_itself(tmp_path):
+    from kbvqa.experiments.runs import read_json
+    from kbvqa.paper_vs_ours import molt_effects
+
+    (tmp_path / "results.json").write_text('{"rows": {\n  "a": 1,,\n}')
+    with pytest.raises(ValueError, match=r"results.json: not valid JSON \(line 2.*git checkout"):
+        read_json(tmp_path / "results.json")
+    with pytest.raises(ValueError, match="results.json: not valid JSON"):
+        molt_effects(tmp_path)
+
+
+def test_a_torn_last_line_is_named_and_dropped_only_when_asked(tmp_path, monkeypatch, capsys):
+    from kbvqa.experiments.runs import read_run
+
+    run = tmp_path / "row.jsonl"
+    run.write_text('{"fingerprint": "f"}\n{"id": "q0"}\n{"id": "q1", "corr')
+    with pytest.raises(ValueError, match=r"row.jsonl: line 3 is not JSON .*KBVQA_DROP_TORN_LINE=1"):
+        read_run(run)
+    assert read_run(run, drop_torn=True) == ({"fingerprint": "f"}, [{"id": "q0"}])
+    monkeypatch.setenv("KBVQA_DROP_TORN_LINE", "1")
+    assert read_run(run)[1] == [{"id": "q0"}] and "dropped its torn last line 3" in capsys.readouterr().out
+    run.write_text('{"fingerprint": "f"}\n{"id": \n{"id": "q1"}\n')             # a broken line inside: never dropped
+    with pytest.raises(ValueError, match="line 2 is not JSON"):
+        read_run(run)
+
+
+@pytest.mark.parametrize("text", ["-1", "0", "x", "2.5"])
+def test_sizes_must_be_positive_ints(text):
+    from kbvqa.experiments.runs import positive_int
+
+    with pytest.raises(argparse.ArgumentTypeError, match="positive int"):
+        positive_int(text)
+    assert positive_int("3") == 3

@@ -28,13 +28,35 @@ from pathlib import Path
 from kbvqa.config import DATA_DIR, REPO_ROOT
 
 
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an int >= 1 (a limit, a count); anything else is a usage error (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {value}")
+    return value
+
+
+def read_json(path) -> dict:
+    """A committed JSON file (results, cards, plans); a corrupt one raises ``ValueError`` naming the file,
+    the line and the fix, never a bare ``JSONDecodeError``."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); restore it "
+                         f"with `git checkout {path}` or re-run what writes it") from None
+
+
 def resumable_parser(description: str, rows_flag: str, row_names, limit: int, limit_help: str,
                      out: Path, what: str = "rows") -> argparse.ArgumentParser:
     """An ``ArgumentParser`` with the options of a resumable experiment; ``rows_flag`` names the
     option that picks a subset of ``row_names`` (``--rows``, ``--rungs``)."""
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=limit, help=limit_help)
+    parser.add_argument("--limit", type=positive_int, default=limit, help=limit_help)
     parser.add_argument(rows_flag, nargs="+", default=None, help=f"some of {list(row_names)}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -118,7 +140,7 @@ def committed_models(root: Path | None = None) -> dict[str, str]:
     out = {}
     for path in sorted(root.rglob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except (OSError, ValueError):
             continue
         model = data.get("provenance", {}).get("model") if isinstance(data, dict) else None
@@ -158,7 +180,7 @@ def table_role_models(root: Path | None = None) -> dict[str, dict[str, str]]:
         path = root / table
         if not path.exists():
             continue
-        prov = json.loads(path.read_text()).get("provenance", {})
+        prov = read_json(path).get("provenance", {})
         if isinstance(prov.get("model"), str):
             recorded = prov.get("roles") or {}
             out[table] = {role: prov["model"] if i == 0 else recorded.get(role, prov["model"])
@@ -192,11 +214,26 @@ def provenance(seed: int, vlm=None, model: str | None = None, **extra) -> dict:
             "model": model or model_fingerprint(vlm), **extra}
 
 
-def read_run(path: Path) -> tuple[dict | None, list[dict]]:
-    """(header, records) of a ``runs/<run>.jsonl`` file; (None, []) when it does not exist."""
-    if not Path(path).exists():
+def read_run(path: Path, drop_torn: bool | None = None) -> tuple[dict | None, list[dict]]:
+    """(header, records) of a ``runs/<run>.jsonl`` file; (None, []) when it does not exist. A line that
+    is not JSON raises ``ValueError`` naming the file and the line; a torn *last* line (a run stopped
+    while appending) is dropped only when asked: ``drop_torn`` or ``KBVQA_DROP_TORN_LINE=1``."""
+    path = Path(path)
+    if not path.exists():
         return None, []
-    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    drop = drop_torn if drop_torn is not None else os.environ.get("KBVQA_DROP_TORN_LINE") == "1"
+    raw = [(i + 1, x) for i, x in enumerate(path.read_text().splitlines()) if x.strip()]
+    lines = []
+    for k, (number, text) in enumerate(raw):
+        try:
+            lines.append(json.loads(text))
+        except json.JSONDecodeError as err:
+            if k == len(raw) - 1 and drop:
+                print(f"{path}: dropped its torn last line {number}")
+                break
+            last = " (its last: a run stopped while writing; drop it with KBVQA_DROP_TORN_LINE=1)" \
+                if k == len(raw) - 1 else ""
+            raise ValueError(f"{path}: line {number} is not JSON ({err.msg}){last}") from None
     if not lines or "fingerprint" not in lines[0]:
         return None, []
     return lines[0], lines[1:]

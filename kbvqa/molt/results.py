@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.runs import committed_for
+from kbvqa.experiments.runs import committed_for, read_json
 from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
 from kbvqa.molt.paper import PAPER_KEY, PAPER_TAB5, PAPER_TAB6
 
@@ -128,7 +128,7 @@ def write_results(results: dict, records: dict[str, list[dict]], out) -> None:
 
 
 def load_results(out=None) -> dict:
-    return json.loads((Path(out or RESULTS_DIR) / "results.json").read_text())
+    return read_json(Path(out or RESULTS_DIR) / "results.json")
 
 
 def load_records(out=None) -> dict[str, list[dict]]:

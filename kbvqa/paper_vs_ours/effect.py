@@ -17,12 +17,12 @@ Leaves out: reading each part's results (``parts.py``), the committed file (``ef
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
+from kbvqa.experiments.runs import read_json
 from kbvqa.metrics.intervals import paired_bootstrap, paired_sample_size
 
 PAPER_FLAT = 0.5          # points: a smaller paper difference counts as flat
@@ -136,7 +136,7 @@ def load_results(path: Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path} is missing: the part's experiment has not committed its results yet")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def as_percent(x: float) -> float:

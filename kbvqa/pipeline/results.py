@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.runs import read_run, write_json_and_csv
+from kbvqa.experiments.runs import read_json, read_run, write_json_and_csv
 from kbvqa.metrics.intervals import paired_bootstrap, wilson_interval
 from kbvqa.metrics.toy_kbvqa import split_score_fields
 from kbvqa.models.checkpoints import load_vlm
@@ -151,7 +151,7 @@ def load_results(out=None) -> dict:
     path = Path(out or RESULTS_DIR) / "results.json"
     if not path.exists():
         raise ValueError(f"{path} is missing: run `python -m kbvqa.experiments.pipeline_ablation`")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def load_records(out=None) -> dict[str, list[dict]]:

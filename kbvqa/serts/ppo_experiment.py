@@ -23,7 +23,6 @@ step (``kbvqa.rl.ppo``).
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from kbvqa.config import DATA_DIR
+from kbvqa.experiments.runs import read_json
 from kbvqa.experiments.work import WorkFolder
 from kbvqa.metrics import paired_bootstrap
 from kbvqa.models.checkpoints import load_vlm
@@ -242,4 +242,4 @@ def trajectory_summary(trajectories: list[dict]) -> dict:
 
 def load_ppo_results(path=None) -> dict:
     """The committed ``results.json`` of ``python -m kbvqa.experiments.serts_ppo``."""
-    return json.loads(Path(path or RESULTS_DIR / "results.json").read_text())
+    return read_json(Path(path or RESULTS_DIR / "results.json"))

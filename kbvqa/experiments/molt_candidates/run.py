@@ -17,7 +17,7 @@ from pathlib import Path
 from statistics import mean
 
 from kbvqa.data import get_world
-from kbvqa.experiments.runs import model_fingerprint, provenance
+from kbvqa.experiments.runs import model_fingerprint, positive_int, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.molt.analysis import gold_ranks, recall_curves
 from kbvqa.molt.candidates import RESULTS, candidate_sets, pipeline_for
@@ -83,7 +83,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--extractor", choices=("oracle", "model"), default="oracle",
                     help="model: also measure the judge role's model as Table 13's extractor (model_extraction)")
     ap.add_argument("--extract-every", type=int, default=4, help="model extractor: every n-th test query")
-    ap.add_argument("--extract-n", type=int, default=5, help="model extractor: the fused top-N documents it reads")
+    ap.add_argument("--extract-n", type=positive_int, default=5,
+                    help="model extractor: the fused top-N documents it reads")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     results = run(args.seed, args.k, args.every)

@@ -23,7 +23,7 @@ from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
 from kbvqa.experiments.plans import apply_plan, check_counted_run
-from kbvqa.experiments.runs import provenance
+from kbvqa.experiments.runs import positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
@@ -180,7 +180,8 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--limit", type=int, default=MOLTExperimentConfig.limit, help="test queries (tiny model)")
+    parser.add_argument("--limit", type=positive_int, default=MOLTExperimentConfig.limit,
+                        help="test queries (tiny model)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--teacher", choices=TEACHERS, default=MOLTExperimentConfig.teacher,
                         help="who writes the cold start's transcripts")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data import TOYWORLD_VERSION, get_world
-from kbvqa.experiments.runs import git_commit, model_fingerprint
+from kbvqa.experiments.runs import git_commit, model_fingerprint, positive_int
 from kbvqa.models import load_vlm
 from kbvqa.rcts.context_kb import (
     RESULTS_DIR,
@@ -133,7 +133,7 @@ def build_for_queries(n_queries: int, out: Path = RCTS_KB, seed: int = 0, thread
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=160, help="first N mc_kb pairs")
-    parser.add_argument("--for-queries", type=int, default=None,
+    parser.add_argument("--for-queries", type=positive_int, default=None,
                         help="instead: build only the KB the RCTS rows read (kb_rcts.jsonl) for the "
                              "candidates of the first N test questions, resumable")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=INT",

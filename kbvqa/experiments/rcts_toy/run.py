@@ -20,7 +20,7 @@ from pathlib import Path
 from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.plans import apply_plan, check_counted_run
-from kbvqa.experiments.runs import model_fingerprint, provenance, read_run
+from kbvqa.experiments.runs import model_fingerprint, positive_int, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
 from kbvqa.rcts.diagnostics import answer_text_table
@@ -64,8 +64,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--rows", nargs="+", default=None,
                         help="run only these of the groups' runs (e.g. zero_shot vanilla_rag: the cheap rows on "
                              "a large --limit, RCTS on a smaller one); the tables read every run in --out")
-    parser.add_argument("--limit", type=int, default=None, help="first n test questions (default: all 320)")
-    parser.add_argument("--sweep-limit", type=int, default=20,
+    parser.add_argument("--limit", type=positive_int, default=None, help="first n test questions (default: all 320)")
+    parser.add_argument("--sweep-limit", type=positive_int, default=20,
                         help="questions of the alpha/rollout sweeps (no early stop: ~20 s per question each)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)

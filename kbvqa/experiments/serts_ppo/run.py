@@ -21,7 +21,7 @@ import numpy as np
 
 from kbvqa.config import seed_everything
 from kbvqa.data.toyworld import get_world
-from kbvqa.experiments.runs import provenance
+from kbvqa.experiments.runs import positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, default_work_root, map_in_chunks, work_fingerprint
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.pretrain_mc_lit import lit_question_split
@@ -58,8 +58,8 @@ def run_experiment(config: PPORunConfig, work: WorkFolder | None = None, log=pri
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n-train", type=int, default=PPORunConfig.n_train)
-    parser.add_argument("--n-test", type=int, default=PPORunConfig.n_test)
+    parser.add_argument("--n-train", type=positive_int, default=PPORunConfig.n_train)
+    parser.add_argument("--n-test", type=positive_int, default=PPORunConfig.n_test)
     parser.add_argument("--sim", type=int, default=PPORunConfig.sim)
     parser.add_argument("--rewards", nargs="+", default=list(REWARDS), choices=REWARDS)
     parser.add_argument("--seed", type=int, default=PPORunConfig.seed)
