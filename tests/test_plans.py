@@ -322,3 +322,15 @@ def test_sizes_must_be_positive_ints(text):
     with pytest.raises(argparse.ArgumentTypeError, match="positive int"):
         positive_int(text)
     assert positive_int("3") == 3
+
+
+def test_missing_samples_skip_or_fail_as_required(monkeypatch):
+    import _samples
+
+    monkeypatch.setattr(_samples, "SAMPLES", _samples.SAMPLES / "surely-not-here")
+    monkeypatch.delenv("KBVQA_REQUIRE_SAMPLES", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="offline samples not found"):
+        _samples.sample("scienceqa")
+    monkeypatch.setenv("KBVQA_REQUIRE_SAMPLES", "1")
+    with pytest.raises(pytest.fail.Exception, match="KBVQA_REQUIRE_SAMPLES=1 requires them"):
+        _samples.sample("scienceqa")

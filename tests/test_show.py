@@ -95,7 +95,9 @@ def test_show_query_and_table_cut_long_text():
 def test_real_samples_when_present():
     samples = S.find_samples()
     if samples is None:
-        pytest.skip("offline samples not found (set KBVQA_SAMPLES)")
+        from _samples import missing_samples
+
+        missing_samples("offline samples not found (set KBVQA_SAMPLES)")
     bio = S.pick_source("bioasq", samples, limit=4)
     assert bio.source == "sample" and [q.answer_type for q in bio.queries] == ["yesno", "factoid", "list", "list"]
     mmmu = S.pick_source("mmmu", samples)
