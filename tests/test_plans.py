@@ -334,3 +334,11 @@ def test_missing_samples_skip_or_fail_as_required(monkeypatch):
     monkeypatch.setenv("KBVQA_REQUIRE_SAMPLES", "1")
     with pytest.raises(pytest.fail.Exception, match="KBVQA_REQUIRE_SAMPLES=1 requires them"):
         _samples.sample("scienceqa")
+
+
+def test_rcts_contexts_refuses_overrides_it_would_ignore(capsys):
+    from kbvqa.experiments.rcts_contexts.run import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--set", "n_candidates=2"])
+    assert stop.value.code == 2 and "--set applies to --for-queries only" in capsys.readouterr().err

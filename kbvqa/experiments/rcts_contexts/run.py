@@ -132,7 +132,7 @@ def build_for_queries(n_queries: int, out: Path = RCTS_KB, seed: int = 0, thread
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=int, default=160, help="first N mc_kb pairs")
+    parser.add_argument("--pairs", type=positive_int, default=160, help="first N mc_kb pairs")
     parser.add_argument("--for-queries", type=positive_int, default=None,
                         help="instead: build only the KB the RCTS rows read (kb_rcts.jsonl) for the "
                              "candidates of the first N test questions, resumable")
@@ -143,6 +143,9 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.set and args.for_queries is None:
+        parser.error("--set applies to --for-queries only: add --for-queries N (without it the Tab. 6 run would "
+                     "ignore the overrides and rewrite the committed table)")
     if args.for_queries is not None:
         overrides = {}
         for item in args.set:
