@@ -64,8 +64,8 @@ def test_corrupt_base_folder_is_rebuilt(monkeypatch, tmp_path):
         calls.append(folder)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "model.safetensors").write_bytes(b"weights")
-        manifest = {"gguf_sha256": reader_base.sha256_of(source),
-                    "weights_sha256": reader_base.sha256_of(folder / "model.safetensors")}
+        (folder / "config.json").write_text('{"rope_theta": 100000}')
+        manifest = {"gguf_sha256": reader_base.sha256_of(source), "files": reader_base._written(folder)}
         (folder / "manifest.json").write_text(json.dumps(manifest))
 
     monkeypatch.setenv("KBVQA_READER_CACHE", str(tmp_path / "cache"))
@@ -76,6 +76,65 @@ def test_corrupt_base_folder_is_rebuilt(monkeypatch, tmp_path):
     (folder / "model.safetensors").write_bytes(b"truncated")                           # corrupted
     reader_base.base_dir()
     assert len(calls) == 2
+    (folder / "config.json").write_text('{"rope_theta": 10000}')                       # another model, same weights
+    reader_base.base_dir()
+    assert len(calls) == 3
+
+
+def test_a_read_only_cache_fails_before_converting_and_names_the_variable(monkeypatch, tmp_path):
+    import os
+
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"x")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("KBVQA_READER_CACHE", str(cache))
+    monkeypatch.setattr(reader_base, "gguf_path", lambda: gguf)
+    monkeypatch.setattr(reader_base, "convert_gguf", lambda *a: pytest.fail("converted into a read-only cache"))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(PermissionError, match="read-only.*KBVQA_READER_CACHE"):
+        reader_base.base_dir()
+
+
+def test_two_conversions_at_once_write_apart_and_the_second_keeps_the_first(monkeypatch, tmp_path):
+    """The second process to finish finds the first's valid folder in place and discards its own."""
+    folder = tmp_path / "smollm2"
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"x")
+    made = {}
+
+    class FakeModel:
+        def __init__(self, config=None):
+            self.config = type("C", (), {"quantization_config": None})()
+
+        @classmethod
+        def from_pretrained(cls, *a, **k):
+            return cls()
+
+        def load_state_dict(self, state):
+            pass
+
+        def state_dict(self):
+            return {}
+
+        def save_pretrained(self, tmp):
+            made.setdefault("dirs", []).append(tmp.name)
+            tmp.mkdir(parents=True, exist_ok=True)
+            (tmp / "model.safetensors").write_bytes(b"w")
+            (tmp / "config.json").write_text("{}")
+
+    import transformers
+
+    monkeypatch.setattr(transformers, "AutoModelForCausalLM", FakeModel)
+    monkeypatch.setattr(transformers, "LlamaForCausalLM", FakeModel)
+    monkeypatch.setattr(transformers, "AutoTokenizer", type("T", (), {"from_pretrained": staticmethod(
+        lambda *a, **k: type("Tok", (), {"save_pretrained": lambda self, d: None})())}))
+    reader_base.convert_gguf(gguf, folder)
+    first = reader_base._written(folder)
+    monkeypatch.setattr(reader_base.os, "getpid", lambda: 99999)                  # another process
+    reader_base.convert_gguf(gguf, folder)
+    assert all(d.startswith("smollm2.partial-") for d in made["dirs"]) and len(set(made["dirs"])) == 2
+    assert reader_base._written(folder) == first and not list(tmp_path.glob("*.partial-*"))
 
 
 def test_real_base_is_smollm2(smollm2_dir):
@@ -84,6 +143,7 @@ def test_real_base_is_smollm2(smollm2_dir):
     assert "quantization_config" not in config
     manifest = json.loads((smollm2_dir / "manifest.json").read_text())
     assert manifest["weights_sha256"] == reader_base.sha256_of(smollm2_dir / "model.safetensors")
+    assert manifest["files"] == reader_base._written(smollm2_dir) and "config.json" in manifest["files"]
 
 
 # ------------------------------------------------------------------------------------------ build

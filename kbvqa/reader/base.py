@@ -11,8 +11,11 @@ would import ``llm``, so this module only *locates* the file (``importlib.util.f
 ``model.safetensors``, tokenizer files) under ``reader_cache_dir()`` -- ``KBVQA_READER_CACHE`` or
 ``~/.cache/kbvqa/reader``, never inside the package or the repository, which may be read-only.
 transformers' GGUF loader dequantises Q4_1 to float32 (it needs the ``gguf`` package). A
-``manifest.json`` records the GGUF's sha256 and the safetensors' sha256; a folder whose hash does
-not match (a partial write, a different GGUF) is rebuilt. A missing GGUF raises
+``manifest.json`` records the GGUF's sha256 and the sha256 of every file the conversion wrote
+(weights, ``config.json``, tokenizer files); a folder whose hashes do not match (a partial write, a
+different GGUF, an edited config) is rebuilt. Each process converts into a folder of its own before
+renaming it into place, so two first loads at once do not collide; a read-only cache fails before the
+slow conversion, naming ``KBVQA_READER_CACHE``. A missing GGUF raises
 ``FileNotFoundError`` naming the install command.
 
 Leaves out: the vision half and the VLM assembly (``build.py``), training (``train.py``).
@@ -36,7 +39,11 @@ LICENCE = "SmolLM2-135M-Instruct (HuggingFaceTB), Apache-2.0"
 def reader_cache_dir() -> Path:
     """``KBVQA_READER_CACHE`` or ``~/.cache/kbvqa/reader`` (created on first use)."""
     root = Path(os.environ.get("KBVQA_READER_CACHE", Path.home() / ".cache" / "kbvqa" / "reader")).expanduser()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PermissionError(f"cannot create the reader's cache {root} ({err.strerror}): set KBVQA_READER_CACHE "
+                              "to a writable folder") from None
     return root
 
 
@@ -60,16 +67,22 @@ def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def _written(folder: Path) -> dict[str, str]:
+    """{file name: sha256} of every file a conversion wrote (the manifest aside)."""
+    return {p.name: sha256_of(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != "manifest.json"}
+
+
 def _valid(folder: Path, gguf_sha: str) -> bool:
+    """The folder was converted from this GGUF and no file it wrote has changed since (weights, but also
+    ``config.json``: another ``rope_theta`` would be another model under the same fingerprint)."""
     manifest = folder / "manifest.json"
-    weights = folder / "model.safetensors"
-    if not (manifest.is_file() and weights.is_file()):
+    if not (manifest.is_file() and (folder / "model.safetensors").is_file()):
         return False
     try:
         record = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return False
-    return record.get("gguf_sha256") == gguf_sha and record.get("weights_sha256") == sha256_of(weights)
+    return record.get("gguf_sha256") == gguf_sha and record.get("files") == _written(folder)
 
 
 def convert_gguf(gguf: Path, folder: Path) -> None:
@@ -77,7 +90,7 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
 
-    tmp = folder.with_name(folder.name + ".partial")
+    tmp = folder.with_name(f"{folder.name}.partial-{os.getpid()}")      # one per process: two first loads at once
     shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     quantised = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -89,16 +102,26 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     manifest = {"source": f"{GGUF_PACKAGE}/{GGUF_FILE}", "gguf_sha256": sha256_of(gguf),
-                "weights_sha256": sha256_of(tmp / "model.safetensors"), "licence": LICENCE}
+                "weights_sha256": sha256_of(tmp / "model.safetensors"), "files": _written(tmp), "licence": LICENCE}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.rename(folder)
+    try:
+        tmp.rename(folder)
+    except OSError:                      # the folder exists: another process's conversion, or a stale one
+        if _valid(folder, manifest["gguf_sha256"]):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
 
 
 def base_dir(rebuild: bool = False) -> Path:
     """The converted SmolLM2-135M-Instruct folder, built on first use (~20 s) and checked by hash."""
     gguf = gguf_path()
-    folder = reader_cache_dir() / BASE_NAME
+    root = reader_cache_dir()
+    folder = root / BASE_NAME
     if rebuild or not _valid(folder, sha256_of(gguf)):
+        if not os.access(root, os.W_OK):          # before the slow dequantisation, not after it
+            raise PermissionError(f"the reader's cache {root} is read-only and holds no valid base: set "
+                                  "KBVQA_READER_CACHE to a writable folder")
         convert_gguf(gguf, folder)
     return folder
