@@ -160,3 +160,19 @@ def test_chapter_page_rendered(nb_path):
     assert "it/s]" not in page, "a progress bar was rendered (the build sets KBVQA_PROGRESS=0)"
     plain = sorted(set(re.findall(PLAIN_SUBSCRIPT, _prose(page))))
     assert not plain, f"symbols typed as plain text, not math: {plain}"
+
+
+def test_the_kernel_answers_on_its_main_thread():
+    """Chapter 01 failed a fresh clone's build under load (issue 50): its kernel logged
+    ``zmq.error.ZMQError: Socket operation on non-socket`` while sending an ``execute_reply``, the
+    reply never reached nbclient, and the cell sat until the 300 s timeout. It reproduced here twice
+    with a benchmark beside the build, in ipykernel 7.4.0's ``Kernel.execute_request`` ->
+    ``Session.send``. ipykernel 7 moved the shell socket onto a shell-channel thread and sends replies
+    raw on a socket its ``ZMQStream`` also reads (ipython/ipykernel#1529, #1554: requests and replies
+    lost under load, "content-innocent"). ipykernel 6 answers on the main thread through the stream,
+    so the book pins 6.31 until an ipykernel 7 release fixes it; this test fails if the pin moves back."""
+    import ipykernel
+    from ipykernel.kernelbase import Kernel
+
+    assert int(ipykernel.__version__.split(".")[0]) < 7, ipykernel.__version__
+    assert not hasattr(Kernel, "shell_channel_thread")
