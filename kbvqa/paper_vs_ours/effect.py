@@ -18,6 +18,7 @@ Leaves out: reading each part's results (``parts.py``), the committed file (``ef
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -223,7 +224,8 @@ def strict_count(effects) -> dict[str, int]:
 def mechanism_lines(effects, part: str) -> str:
     """A Markdown list of one part's rows: name, strict verdict, whether the records show the paper's
     mechanism, the mechanism line, why the row is not comparable and the untrained reference (chapter 31
-    prints it under each part's table, where a table cell would cut the line)."""
+    prints it under each part's table, where a table cell would cut the line); symbols such as Q_M and
+    R_proc are written as math."""
     tags = {True: "the paper's mechanism", False: "not the paper's mechanism", None: "not measured"}
     lines = []
     for e in effects:
@@ -235,4 +237,4 @@ def mechanism_lines(effects, part: str) -> str:
             extra += (f" Untrained reference: {r['label']} {100 * r['accuracy']:.1f} % "
                       f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}].")
         lines.append(f"- **{e.name}** ({verdict(e)}; {tags[e.paper_mechanism]}): {e.mechanism}.{extra}")
-    return "\n".join(lines)
+    return re.sub(r"\b([QR])_(\w+)", r"$\1_{\2}$", "\n".join(lines))     # Q_M, R_proc: symbols, as math
