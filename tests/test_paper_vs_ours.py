@@ -357,3 +357,17 @@ def test_serts_why_is_read_from_the_search_records(monkeypatch):
     why = parts._serts_why([{"method": "serts_12"}], "reader")
     assert "0.2% of the search's nodes (2% of questions)" in why and "rank correlation -0.04" in why
     assert "BioASQ" in parts._serts_why([], "reader") and why.startswith("the reader model")
+
+
+def test_mechanism_lines_list_a_parts_rows_with_symbols_as_math():
+    import dataclasses
+
+    from kbvqa.paper_vs_ours import mechanism_lines
+
+    e = dataclasses.replace(effect((10, 20), (5, 9), (1, 7)), mechanism="leaf reward > α (Q_M > 0) on 0 of 3",
+                            paper_mechanism=False, comparable=False, why_not_comparable="invented entities",
+                            reference={"label": "base (untrained)", "accuracy": 0.5, "low": 0.4, "high": 0.6})
+    text = mechanism_lines([e, dataclasses.replace(e, part="MOLT")], "ReAG")
+    assert text.count("\n") == 0 and text.startswith("- **x** (same; not the paper's mechanism)")
+    assert "($Q_{M}$ > 0)" in text and "Not comparable: invented entities." in text
+    assert "Untrained reference: base (untrained) 50.0 % [40.0, 60.0]." in text
