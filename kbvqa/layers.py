@@ -53,8 +53,10 @@ EXCEPTIONS = {
     ("kbvqa.reader.tasks", "kbvqa.molt.sft"):
         "the reader learns MOLT's ladder format (Table 14 transcripts); imported lazily, only when the "
         "reader's task mixture is built",
-    ("kbvqa.reader.card", "kbvqa.molt.sft"):
+    ("kbvqa.reader.card_rows", "kbvqa.molt.sft"):
         "the reader's card checks MOLT ladder transcripts it writes; only when the card is evaluated",
+    ("kbvqa.reader.card_rows", "kbvqa.molt.rewards"):
+        "the card's ladder validity is MOLT Eq. 9-10; only when the card is evaluated",
     ("kbvqa.reader.card", "kbvqa.molt.rewards"):
         "the reader's card scores ladder validity with MOLT Eq. 9-11; only when the card is evaluated",
     ("kbvqa.retrieval.subject_grounding", "kbvqa.models.checkpoints"):

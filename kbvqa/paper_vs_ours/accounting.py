@@ -19,6 +19,7 @@ import dataclasses
 from pathlib import Path
 
 from kbvqa.experiments.plans import plan_status
+from kbvqa.experiments.runs import read_run
 from kbvqa.paper_vs_ours import mechanisms as m
 from kbvqa.paper_vs_ours.effect import Effect, n_needed_continuous, n_needed_paired, paired_spread
 
@@ -40,9 +41,25 @@ def _need_paired(effect: Effect, before: dict | None, after: dict | None, indepe
     return n_needed_paired(effect.paper_diff, psi)
 
 
-def account_rcts(effects: list[Effect], out: Path, results: dict, runs: dict, specs: dict, alphas: dict,
+def rcts_alpha(out: Path, row: str) -> float:
+    """α (Eq. 9) of one RCTS run, from its header (0.2, the paper's ScienceQA weight, for a run without search)."""
+    header, _ = read_run(Path(out) / "runs" / f"{row}.jsonl")
+    return float(((header or {}).get("fingerprint") or {}).get("rcts", {}).get("alpha", 0.2))
+
+
+def per_question(records: list[dict], method: str, key: str) -> dict[str, float]:
+    """{question id: ``key`` averaged over the seeds} of one SeRTS method."""
+    values: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("method") == method:
+            values.setdefault(r["id"], []).append(float(r[key]))
+    return {i: sum(v) / len(v) for i, v in values.items()}
+
+
+def account_rcts(effects: list[Effect], out: Path, results: dict, runs: dict, specs: dict,
                  verify_git: bool = False) -> list[Effect]:
-    """RCTS rows (``specs``: effect name -> (baseline row, treatment row); ``alphas``: row -> α)."""
+    """RCTS rows (``specs``: effect name -> (baseline row, treatment row)); α per row from its header."""
+    alphas = {row: rcts_alpha(out, row) for row in runs}
     texts = results.get("answer_text") or {}
     status = plan_status(out, {k: [r["id"] for r in v] for k, v in runs.items()}, results.get("provenance"), verify_git)
     done = []
@@ -144,9 +161,8 @@ def account_molt(effects: list[Effect], out: Path, results: dict, records: dict,
 
 
 def account_serts(effects: list[Effect], out: Path, results: dict, records: list[dict], specs: dict,
-                  per_question, verify_git: bool = False) -> list[Effect]:
-    """SeRTS rows (``specs``: effect name -> (baseline method, treatment method, metric key));
-    ``per_question(records, method, key)`` averages a metric over seeds per question."""
+                  verify_git: bool = False) -> list[Effect]:
+    """SeRTS rows (``specs``: effect name -> (baseline method, treatment method, metric key))."""
     from kbvqa.serts.analysis import search_diagnostics
 
     # the per-node diagnostics need each record's recall (the committed runs have it; hand-made ones may not)

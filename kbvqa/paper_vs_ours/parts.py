@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 
 from kbvqa.config import DATA_DIR
-from kbvqa.experiments.runs import read_run
 from kbvqa.molt import paper as molt_paper
 from kbvqa.molt.results import load_records as load_molt_records
 from kbvqa.paper_vs_ours.accounting import account_molt, account_rcts, account_reag, account_serts
+from kbvqa.paper_vs_ours.accounting import per_question as _per_question
 from kbvqa.paper_vs_ours.effect import PARTS, Effect, as_percent, evidence_of, load_results, paired_effect
 from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
@@ -68,14 +68,7 @@ def rcts_effects(out: Path | None = None, verify_git: bool = False) -> list[Effe
         before, after, interval, n = paired_effect(b, t)
         effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, why,
                               evidence_of(results.get("provenance"))))
-    alphas = {row: _rcts_alpha(out, row) for row in runs}
-    return account_rcts(effects, out, results, runs, {s[0]: (s[2], s[3]) for s in specs}, alphas, verify_git)
-
-
-def _rcts_alpha(out: Path, row: str) -> float:
-    """α (Eq. 9) of one RCTS run, from its header (0.2, the paper's ScienceQA weight, for a run without search)."""
-    header, _ = read_run(out / "runs" / f"{row}.jsonl")
-    return float(((header or {}).get("fingerprint") or {}).get("rcts", {}).get("alpha", 0.2))
+    return account_rcts(effects, out, results, runs, {s[0]: (s[2], s[3]) for s in specs}, verify_git)
 
 
 # ------------------------------------------------------------------------------ ReAG
@@ -259,17 +252,8 @@ def serts_effects(out: Path | None = None, verify_git: bool = False) -> list[Eff
                               (round(d - noise, 2), round(d + noise, 2)) if noise > 0 else None,
                               rows[treat]["n"] * len(rows[treat].get("seeds", [0])), why, evidence,
                               "seed spread of both means, added (no per-query records)"))
-    return account_serts(effects, out, results, records, {s[0]: (s[3], s[4], s[2]) for s in specs}, _per_question,
+    return account_serts(effects, out, results, records, {s[0]: (s[3], s[4], s[2]) for s in specs},
                          verify_git)
-
-
-def _per_question(records: list[dict], method: str, key: str) -> dict[str, float]:
-    """{question id: ``key`` averaged over the seeds} of one SeRTS method."""
-    values: dict[str, list[float]] = {}
-    for r in records:
-        if r.get("method") == method:
-            values.setdefault(r["id"], []).append(float(r[key]))
-    return {i: sum(v) / len(v) for i, v in values.items()}
 
 
 # ------------------------------------------------------------------------------ MOLT

@@ -36,11 +36,11 @@ from kbvqa.experiments.runs import git_commit
 from kbvqa.metrics import toy_kbvqa_correct
 from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
 from kbvqa.metrics.ranking import roc_auc
-from kbvqa.models.pretrain_mc_lit import bm25_search
 from kbvqa.models.pretrain_mix import eval_examples
 from kbvqa.models.scoring import teacher_forced_accuracy
-from kbvqa.parsers import parse_box, parse_query, parse_rcts_answer, parse_think_answer, parse_winner
+from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
 from kbvqa.prompts.formats import view_ref
+from kbvqa.reader.card_rows import ladder_set, ladder_valid, serts_recall  # noqa: F401 (re-exported)
 from kbvqa.reader.diagnose import NAMING_TOKENS, card_views, look_name_rows, naming_attributes
 from kbvqa.reader.ship import READER_DIR, load_reader, reader_fingerprint
 from kbvqa.reader.tasks import in_rationale_order, mix_config, naming_example, ten_passage_config, to_pixels
@@ -120,37 +120,6 @@ def card_sets(world, n: int, image_size: int) -> dict:
                  ("critic", "mc_zero_shot", "mc_3_random", "mc_3_same_rule", "pairwise", "grounding", "serts_query")})
     sets["ladder"] = ladder_set(world, n, image_size)
     return sets
-
-
-def ladder_set(world, n: int, image_size: int) -> list:
-    """MOLT Table 14 prompts for the first ``n`` test queries (gold + 4 look-alike pages)."""
-    from kbvqa.molt.sft import SFTDataConfig, build_sft_example
-
-    config = SFTDataConfig(image_size=image_size)
-    return [build_sft_example(world, q, [], config) for q in world.kbvqa_test[:n]]
-
-
-def ladder_valid(text: str, schedule) -> bool:
-    """Table 14 output parses (MOLT Eq. 9) and its chain is consistent in every round (Eq. 10)."""
-    from kbvqa.molt.rewards import chain_validity, format_reward
-
-    valid = chain_validity(text, schedule)
-    return format_reward(text) == 1.0 and len(valid) == len(schedule) - 1 and all(valid)
-
-
-def serts_recall(world, examples, outputs, k: int = 5, per_query: bool = False):
-    """Mean BM25 recall@k of the reader's parsed query and of the question itself (``per_query``:
-    the two lists instead of their means)."""
-    def recall(query, gold):
-        return len(set(bm25_search(world, query, k)) & set(gold)) / len(gold) if query else 0.0
-
-    questions = {q.id: q for q in world.lit_questions}
-    ours, base = [], []
-    for e, out in zip(examples, outputs):
-        q, gold = questions[e.meta["query_ids"][0]], e.meta["doc_ids"]
-        ours.append(recall(parse_query(out).query, gold))
-        base.append(recall(q.question, gold))
-    return (ours, base) if per_query else (float(np.mean(ours)), float(np.mean(base)))
 
 
 def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16,
