@@ -126,3 +126,22 @@ def test_the_reader_loads_strictly(tmp_path):
     with pytest.raises(ValueError, match=f"was measured on {recorded}.*git checkout"):
         load_reader(copy)
     assert load_reader(copy, check_card=False).fingerprint != recorded
+
+
+def test_the_output_head_reads_dense_strides_and_the_same_numbers():
+    """A last-position slice is a strided view that ``is_contiguous`` calls contiguous; the hook
+    hands the head a dense copy (the bf16 ``bmm`` path copied the whole head for it) and changes
+    no number."""
+    vlm = build_tiny_vlm("idefics3", seed=0, hidden_size=64, num_layers=2, intermediate_size=128, vision_width=32,
+                         vision_depth=1, tie_embeddings=True)
+    head = vlm.core.lm_head
+    hidden = torch.randn(1, 7, 64)[:, -1:, :]
+    assert hidden.is_contiguous() and hidden.stride()[0] == 7 * 64
+    before = head(hidden)
+    seen = []
+    P.contiguous_head_input(vlm.core)
+    P.contiguous_head_input(vlm.core)                               # a second call adds no second hook
+    assert len(head._forward_pre_hooks) == 1
+    head.register_forward_pre_hook(lambda module, args: seen.append(args[0].stride()))
+    assert torch.equal(head(hidden), before)
+    assert seen == [(64, 64, 1)]

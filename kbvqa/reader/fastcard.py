@@ -10,8 +10,10 @@ A fast path (another precision, prefix reuse) is used only if it keeps the reade
 
 ``compare_outcomes`` checks that on two ``evaluate_card`` results (their per-query ``outcomes``);
 ``python -m kbvqa.reader.fastcard [--precision auto] [--n 200] [--work DIR]`` evaluates the card on
-fp32 (the committed path, with per-query outcomes) and on the fast path, each evaluation cached in
-``--work`` so that a stopped run resumes at the evaluation it had not finished, and writes
+the fast path (first: bf16 needs a machine where ``computes_bf16``) and on fp32 (the committed path,
+with per-query outcomes), each finished evaluation kept in ``--work`` (``data/reader/fastcard/``,
+committed) so that a stopped run, in this session or a later one, resumes at the evaluation it had not
+finished, and writes
 ``evaluation_fast`` into ``data/reader/card.json`` (``evaluation``, fp32, is kept): the fast path's
 rows, the comparison, ``accepted``, the precision and the machine. Every path measured is reported,
 the ones that fail too.
@@ -25,6 +27,7 @@ import argparse
 import datetime
 import json
 import platform
+import time
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +79,8 @@ def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads:
     import torch
 
     from kbvqa.data import get_world
+    from kbvqa.experiments.runs import git_commit
+    from kbvqa.models.loading import computes_bf16
     from kbvqa.reader.card import evaluate_card
     from kbvqa.reader.ship import load_reader
 
@@ -84,9 +89,14 @@ def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads:
         if cached.get("n_queries") == n and cached.get("path") == [precision, share_prefix]:
             return cached
     torch.set_num_threads(threads)
+    start = time.perf_counter()
     vlm = load_reader(precision=precision)
     evaluation = evaluate_card(vlm, get_world(0), n=n, share_prefix=share_prefix)
     evaluation["path"] = [vlm.precision, share_prefix]
+    evaluation["provenance"] = {"commit": git_commit(), "seconds": round(time.perf_counter() - start, 1),
+                                "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                                "platform": platform.platform(), "torch": torch.__version__, "threads": threads,
+                                "computes_bf16": computes_bf16(torch.device("cpu"))}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(evaluation, default=str))
@@ -104,8 +114,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-share-prefix", action="store_true", help="measure the precision alone")
     parser.add_argument("--n", type=int, default=200, help="test queries per row (the card's 200)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "kbvqa" / "fastcard",
-                        help="where each evaluation is cached, so a stopped run resumes")
+    parser.add_argument("--work", type=Path, default=READER_DIR / "fastcard",
+                        help="where each finished evaluation is kept (committed with the card, so that a "
+                             "later session resumes at the evaluation this one had not finished)")
     parser.add_argument("--card", type=Path, default=READER_DIR / "card.json")
     args = parser.parse_args(argv)
     if args.n < 1 or args.threads < 1:
@@ -114,9 +125,10 @@ def main(argv=None) -> dict:
 
     precision = resolve_precision(args.precision, torch.device("cpu"))
     share = not args.no_share_prefix
-    reference = _evaluation(args.work / f"fp32-n{args.n}.json", "fp32", False, args.n, args.threads)
+    # The fast path first: it may need this machine (bf16 only where computes_bf16); fp32 runs anywhere.
     fast = _evaluation(args.work / f"{precision}{'-shared' if share else ''}-n{args.n}.json", precision, share,
                        args.n, args.threads)
+    reference = _evaluation(args.work / f"fp32-n{args.n}.json", "fp32", False, args.n, args.threads)
     comparison = compare_outcomes(reference, fast)
     card = json.loads(args.card.read_text())
     rows = {k: v for k, v in fast.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
