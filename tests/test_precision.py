@@ -145,3 +145,18 @@ def test_the_output_head_reads_dense_strides_and_the_same_numbers():
     head.register_forward_pre_hook(lambda module, args: seen.append(args[0].stride()))
     assert torch.equal(head(hidden), before)
     assert seen == [(64, 64, 1)]
+
+
+@pytest.mark.skipif(not P.onednn_packs_bf16(), reason="this PyTorch has no oneDNN weight pre-packing")
+def test_a_packed_bf16_linear_equals_the_plain_bf16_one():
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(64, 96).to(torch.bfloat16)
+    packed = P.PackedBF16Linear(plain)
+    for x in (torch.randn(1, 1, 64), torch.randn(3, 5, 64), torch.randn(1, 9, 64)[:, -1:, :]):
+        x = x.to(torch.bfloat16)
+        ref, out = torch.nn.functional.linear(x, plain.weight, plain.bias).float(), packed(x).float()
+        assert out.shape == ref.shape
+        assert torch.allclose(out, ref, atol=0.05, rtol=0.02)
+    module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(torch.nn.Linear(8, 4))).to(torch.bfloat16)
+    assert P.pack_bf16_linears(module) == 2
+    assert not any(isinstance(m, torch.nn.Linear) for m in module.modules())
