@@ -155,9 +155,11 @@ def local_only(path_or_id) -> dict:
     return {"local_files_only": True} if Path(str(path_or_id)).is_dir() else {}
 
 
-def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, **kwargs):
+def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, strict: bool = False, **kwargs):
     """``(model, processor)`` for a checkpoint; see the module docstring. ``kwargs`` go to
-    ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``)."""
+    ``from_pretrained`` of the model (e.g. ``attn_implementation``, ``revision``). ``strict``: a tensor
+    missing from the checkpoint (which ``from_pretrained`` would initialise afresh and only warn about),
+    an unexpected one or a misshapen one raises ``ValueError`` naming the checkpoint."""
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     path = str(path_or_id)
@@ -189,7 +191,14 @@ def load_model(path_or_id, device=None, dtype=None, load_in_4bit: bool = False, 
     if load_in_4bit or method is not None:
         options["device_map"] = {"": device.index or 0} if device.type == "cuda" else {"": "cpu"}
     with quiet_progress():
-        model = AutoModelForImageTextToText.from_pretrained(path, config=config, **options)
+        model = AutoModelForImageTextToText.from_pretrained(path, config=config, output_loading_info=strict,
+                                                            **options)
+    if strict:
+        model, info = model
+        problems = {k: sorted(info.get(k) or [])[:3] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+        if any(problems.values()):
+            raise ValueError(f"{path} does not hold the model its config.json describes: {problems}; "
+                             f"restore it (`git checkout {path}` for a shipped one)")
     if "device_map" not in options:
         model = model.to(device)
     return model.eval(), processor

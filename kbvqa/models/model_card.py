@@ -45,6 +45,7 @@ from kbvqa.experiments.runs import git_commit
 from kbvqa.metrics.ranking import roc_auc
 from kbvqa.metrics.toy_kbvqa import toy_kbvqa_correct
 from kbvqa.models.pretrain_mix import PretrainMixConfig, eval_examples
+from kbvqa.models.strict_checkpoint import weights_fingerprint
 from kbvqa.models.tiny import load_tiny_vlm
 from kbvqa.parsers import parse_box, parse_rcts_answer, parse_think_answer, parse_winner
 from kbvqa.prompts.formats import kbvqa_prompt
@@ -168,7 +169,7 @@ def write_card(vlm_dir, evaluation: dict, curves: dict | None = None, world=None
             "parameters": curves.get("parameters"), "vocab": curves.get("vocab"),
             "machine": {"platform": platform.platform(), "torch": torch.__version__,
                         "threads": curves["config"]["threads"]},
-            "evaluation": evaluation, **(extra or {})}
+            "evaluation": evaluation, "fingerprint": weights_fingerprint(vlm_dir), **(extra or {})}
     path = vlm_dir / "card.json"
     path.write_text(json.dumps(_finite(card), indent=1, default=str))
     return path

@@ -51,6 +51,7 @@ from kbvqa.models.pretrain_mix import (
     pretrain_corpus_texts,
 )
 from kbvqa.models.scoring import teacher_forced_accuracy
+from kbvqa.models.strict_checkpoint import check_full_checkpoint
 from kbvqa.models.vlm import VLM
 
 DEFAULT_OUT = DATA_DIR / "tiny_vlm"
@@ -330,10 +331,12 @@ def pretrain(config: TinyTrainConfig | None = None, world=None, out_dir=DEFAULT_
 
 
 def load_tiny_vlm(path=DEFAULT_OUT):
-    """The pretrained tiny VLM saved in ``path`` (model + processor), in eval mode."""
+    """The pretrained tiny VLM saved in ``path`` (model + processor), in eval mode; loaded strictly
+    (every tensor and its shape, and the card's fingerprint: ``strict_checkpoint``)."""
 
     if not (Path(path) / "config.json").exists():
         raise ValueError(f"no tiny VLM checkpoint in {path}; train one with python -m kbvqa.models.tiny_recipe")
-    vlm = VLM.from_pretrained(str(path))
+    check_full_checkpoint(path)
+    vlm = VLM.from_pretrained(str(path), strict=True)
     vlm.model.eval()
     return vlm
