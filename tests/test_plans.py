@@ -342,3 +342,26 @@ def test_rcts_contexts_refuses_overrides_it_would_ignore(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--set", "n_candidates=2"])
     assert stop.value.code == 2 and "--set applies to --for-queries only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("module", "argv"), [
+    ("kbvqa.reader.fastcard", ["--threads", "0"]), ("kbvqa.reader.fastcard", ["--n", "-1"]),
+    ("kbvqa.reader.card", ["--n", "0"]), ("kbvqa.models.model_card", ["--threads", "-2"]),
+    ("kbvqa.models.tiny_recipe", ["--stage", "3"]), ("kbvqa.models.tiny_recipe", ["--minutes", "-5"]),
+    ("kbvqa.reader.cli", ["--max-minutes", "nan"]), ("kbvqa.experiments.rcts_toy.run", ["--seed", "-1"]),
+    ("kbvqa.experiments.serts_ppo.run", ["--sim", "0"]), ("kbvqa.experiments.molt_candidates.run", ["--k", "0"]),
+    ("kbvqa.experiments.molt_candidates.run", ["--every", "x"]), ("kbvqa.experiments.molt_training.run", ["--seed", "-3"]),
+    ("kbvqa.experiments.serts_experiment.run", ["--seeds", "1", "-1"]), ("kbvqa.models.encoders_train", ["--steps", "0"]),
+])
+def test_a_bad_value_is_a_usage_error_that_writes_nothing(module, argv, capsys):
+    import importlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    before = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(module).main(argv)
+    after = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "usage:" in err and f"argument {argv[0]}" in err
+    assert after == before

@@ -39,6 +39,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An ``argparse`` type: an int >= 0 (a seed); anything else is a usage error (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An ``argparse`` type: a finite number > 0 (minutes, a budget); anything else is a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
 def read_json(path) -> dict:
     """A committed JSON file (results, cards, plans); a corrupt one raises ``ValueError`` naming the file,
     the line and the fix, never a bare ``JSONDecodeError``."""
@@ -58,8 +80,8 @@ def resumable_parser(description: str, rows_flag: str, row_names, limit: int, li
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=positive_int, default=limit, help=limit_help)
     parser.add_argument(rows_flag, nargs="+", default=None, help=f"some of {list(row_names)}")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--fresh", action="store_true", help=f"rerun {what} that already have records")
     return parser

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from kbvqa.config import seed_everything
 from kbvqa.data import TOYWORLD_VERSION, ToyWorldConfig, get_world, open_image
-from kbvqa.experiments.runs import git_commit
+from kbvqa.experiments.runs import git_commit, non_negative_int, positive_int
 from kbvqa.models.encoders import ENCODERS_DIR, EncoderConfig, ToyEncoders, document_text
 from kbvqa.models.vision_encoder import VisionConfig, crop_box, cutout, paste_augment, uint8_to_tensor
 
@@ -310,8 +310,8 @@ def evaluate_examples(enc, world, max_queries: int | None = None, max_kb: int | 
 def main(argv=None) -> dict:
 
     ap = argparse.ArgumentParser(description="Train, evaluate and save the cpu-profile retrieval encoders.")
-    ap.add_argument("--steps", type=int, default=TrainConfig.steps)
-    ap.add_argument("--seed", type=int, default=TrainConfig.seed)
+    ap.add_argument("--steps", type=positive_int, default=TrainConfig.steps)
+    ap.add_argument("--seed", type=non_negative_int, default=TrainConfig.seed)
     ap.add_argument("--out", default=str(ENCODERS_DIR), help="output folder (default: data/encoders)")
     args = ap.parse_args(argv)
     cfg = TrainConfig(steps=args.steps, seed=args.seed)

@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from kbvqa.data import TOYWORLD_VERSION, get_world
-from kbvqa.experiments.runs import git_commit
+from kbvqa.experiments.runs import git_commit, positive_int
 from kbvqa.metrics.ranking import roc_auc
 from kbvqa.metrics.toy_kbvqa import toy_kbvqa_correct
 from kbvqa.models.pretrain_mix import PretrainMixConfig, eval_examples
@@ -192,8 +192,8 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description="Evaluate a tiny checkpoint and write its card.json")
     parser.add_argument("directory")
-    parser.add_argument("--n", type=int, default=200, help="test queries per set")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n", type=positive_int, default=200, help="test queries per set")
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     curves = json.loads((Path(args.directory) / "curves.json").read_text())

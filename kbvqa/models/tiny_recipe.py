@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kbvqa.experiments.runs import positive_float
 from kbvqa.models.tiny import DEFAULT_OUT, TinyTrainConfig, pretrain
 
 _READING_WEIGHTS = {
@@ -56,10 +57,10 @@ def stage_config(stage: int, init_from: str = STAGE_1_OUT, minutes: float | None
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stage", type=int, default=2, help="1 (the mixture) or 2 (reading)")
+    parser.add_argument("--stage", type=int, choices=(1, 2), default=2, help="1 (the mixture) or 2 (reading)")
     parser.add_argument("--init", default=STAGE_1_OUT, help="stage 2: the stage-1 checkpoint")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument("--minutes", type=float, default=None, help="time budget of this invocation")
+    parser.add_argument("--minutes", type=positive_float, default=None, help="time budget of this invocation")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     args = parser.parse_args(argv)
     config = stage_config(args.stage, args.init, args.minutes)

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from kbvqa.data import TOYWORLD_VERSION, get_world
-from kbvqa.experiments.runs import git_commit
+from kbvqa.experiments.runs import git_commit, positive_int
 from kbvqa.metrics import toy_kbvqa_correct
 from kbvqa.metrics.intervals import check_agreement, same_answers, wilson_interval
 from kbvqa.metrics.ranking import roc_auc
@@ -307,8 +307,8 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description="Evaluate the shipped reader and write its card.json")
     parser.add_argument("directory", nargs="?", default=str(READER_DIR))
-    parser.add_argument("--n", type=int, default=200, help="test queries per row")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n", type=positive_int, default=200, help="test queries per row")
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--add-look-name", action="store_true",
                         help="add the text-only recall rows to an existing card (cards made before they existed)")
     args = parser.parse_args(argv)

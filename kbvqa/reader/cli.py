@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from kbvqa.experiments.runs import positive_float, positive_int
 from kbvqa.reader.base import reader_cache_dir
 from kbvqa.reader.ship import READER_DIR, export, seed_run
 from kbvqa.reader.tasks import READER_TASKS, READER_WEIGHTS
@@ -58,8 +59,9 @@ def weight_overrides(pairs) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="Train the reader (resumable; see kbvqa.reader.train)")
     parser.add_argument("--run-dir", type=Path, default=None, help="default: <reader cache>/run")
-    parser.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-minutes", type=positive_float, default=None,
+                        help="stop (with a checkpoint) after this long")
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when present)")
     parser.add_argument("--export", type=Path, default=None, help="when done, write the shipped reader here")
     parser.add_argument("--carry", type=Path, default=None,

@@ -105,15 +105,15 @@ def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads:
 
 
 def main(argv=None) -> dict:
-    from kbvqa.experiments.runs import git_commit
+    from kbvqa.experiments.runs import git_commit, positive_int
     from kbvqa.models.precision import PRECISIONS, resolve_precision
     from kbvqa.reader.ship import READER_DIR
 
     parser = argparse.ArgumentParser(prog="python -m kbvqa.reader.fastcard", description=__doc__.split("\n")[0])
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="the fast path's precision")
     parser.add_argument("--no-share-prefix", action="store_true", help="measure the precision alone")
-    parser.add_argument("--n", type=int, default=200, help="test queries per row (the card's 200)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n", type=positive_int, default=200, help="test queries per row (the card's 200)")
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--work", type=Path, default=READER_DIR / "fastcard",
                         help="where each finished evaluation is kept (committed with the card, so that a "
                              "later session resumes at the evaluation this one had not finished)")

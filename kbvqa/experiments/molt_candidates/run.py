@@ -17,7 +17,7 @@ from pathlib import Path
 from statistics import mean
 
 from kbvqa.data import get_world
-from kbvqa.experiments.runs import model_fingerprint, positive_int, provenance
+from kbvqa.experiments.runs import model_fingerprint, non_negative_int, positive_int, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.molt.analysis import gold_ranks, recall_curves
 from kbvqa.molt.candidates import RESULTS, candidate_sets, pipeline_for
@@ -76,9 +76,9 @@ def main(argv=None) -> dict:
     import torch
 
     ap = argparse.ArgumentParser(description="MOLT candidate pipeline: Recall@K per stage on the toy test split.")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--k", type=int, default=20, help="coarse top-K (the fused list is kept at length K)")
-    ap.add_argument("--every", type=int, default=1, help="use every n-th test query")
+    ap.add_argument("--seed", type=non_negative_int, default=0)
+    ap.add_argument("--k", type=positive_int, default=20, help="coarse top-K (the fused list is kept at length K)")
+    ap.add_argument("--every", type=positive_int, default=1, help="use every n-th test query")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--extractor", choices=("oracle", "model"), default="oracle",
                     help="model: also measure the judge role's model as Table 13's extractor (model_extraction)")

@@ -23,7 +23,7 @@ from kbvqa.config import seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.molt_training.work import default_work_root, run_fingerprint
 from kbvqa.experiments.plans import apply_plan, check_counted_run
-from kbvqa.experiments.runs import positive_int, provenance
+from kbvqa.experiments.runs import non_negative_int, positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.vlm import VLM
@@ -182,10 +182,10 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=positive_int, default=MOLTExperimentConfig.limit,
                         help="test queries (tiny model)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--teacher", choices=TEACHERS, default=MOLTExperimentConfig.teacher,
                         help="who writes the cold start's transcripts")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
     parser.add_argument("--work", type=Path, default=default_work_root(),
                         help="where finished rows and trained judges are kept for a rerun to resume")

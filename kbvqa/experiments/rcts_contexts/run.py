@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data import TOYWORLD_VERSION, get_world
-from kbvqa.experiments.runs import git_commit, model_fingerprint, positive_int
+from kbvqa.experiments.runs import git_commit, model_fingerprint, non_negative_int, positive_int
 from kbvqa.models import load_vlm
 from kbvqa.rcts.context_kb import (
     RESULTS_DIR,
@@ -140,8 +140,8 @@ def main(argv=None) -> None:
                         help="ReasoningContextConfig overrides for --for-queries, e.g. n_candidates=2")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR,
                         help="the results folder (with --for-queries: the folder of kb_rcts.jsonl)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args(argv)
     if args.set and args.for_queries is None:
         parser.error("--set applies to --for-queries only: add --for-queries N (without it the Tab. 6 run would "

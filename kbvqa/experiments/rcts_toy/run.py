@@ -20,7 +20,7 @@ from pathlib import Path
 from kbvqa.config import progress_enabled, seed_everything
 from kbvqa.data import get_world
 from kbvqa.experiments.plans import apply_plan, check_counted_run
-from kbvqa.experiments.runs import model_fingerprint, positive_int, provenance, read_run
+from kbvqa.experiments.runs import model_fingerprint, non_negative_int, positive_int, provenance, read_run
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
 from kbvqa.rcts.diagnostics import answer_text_table
@@ -67,9 +67,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=positive_int, default=None, help="first n test questions (default: all 320)")
     parser.add_argument("--sweep-limit", type=positive_int, default=20,
                         help="questions of the alpha/rollout sweeps (no early stop: ~20 s per question each)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--fresh", action="store_true", help="discard earlier records of the runs")
     parser.add_argument("--recompute-retrieval", action="store_true")
     parser.add_argument("--contexts", type=Path, default=None,

@@ -22,7 +22,7 @@ from pathlib import Path
 from kbvqa.config import get_profile, seed_everything
 from kbvqa.data.toyworld import get_world
 from kbvqa.experiments.plans import apply_plan, check_counted_run
-from kbvqa.experiments.runs import model_fingerprint, positive_int, provenance
+from kbvqa.experiments.runs import model_fingerprint, non_negative_int, positive_int, provenance
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.serts.experiment import SETUPS, ExperimentConfig, experiment_questions, run_chunk
 from kbvqa.serts.results import METHODS, RESULTS_DIR, print_tables, read_run, summarise, write_results
@@ -111,12 +111,12 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scripted-n", type=positive_int, default=ExperimentConfig.scripted_n)
     parser.add_argument("--model-n", type=positive_int, default=ExperimentConfig.model_n)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=SETUPS)
     parser.add_argument("--methods", nargs="+", default=[m.name for m in METHODS], choices=[m.name for m in METHODS],
                         help="a subset of the methods (on the reader each searching method costs ~24 calls "
                              "per question and seed)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(ExperimentConfig.seeds))
+    parser.add_argument("--seeds", nargs="+", type=non_negative_int, default=list(ExperimentConfig.seeds))
     parser.add_argument("--chunk", type=positive_int, default=ExperimentConfig.chunk,
                         help="questions searched together")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)

@@ -21,7 +21,7 @@ import numpy as np
 
 from kbvqa.config import seed_everything
 from kbvqa.data.toyworld import get_world
-from kbvqa.experiments.runs import positive_int, provenance
+from kbvqa.experiments.runs import non_negative_int, positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, default_work_root, map_in_chunks, work_fingerprint
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.pretrain_mc_lit import lit_question_split
@@ -60,10 +60,10 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-train", type=positive_int, default=PPORunConfig.n_train)
     parser.add_argument("--n-test", type=positive_int, default=PPORunConfig.n_test)
-    parser.add_argument("--sim", type=int, default=PPORunConfig.sim)
+    parser.add_argument("--sim", type=positive_int, default=PPORunConfig.sim)
     parser.add_argument("--rewards", nargs="+", default=list(REWARDS), choices=REWARDS)
-    parser.add_argument("--seed", type=int, default=PPORunConfig.seed)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=non_negative_int, default=PPORunConfig.seed)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--work", type=Path, default=default_work_root("serts_ppo"))
     parser.add_argument("--fresh", action="store_true", help="redo every stage (empties this run's work folder)")
