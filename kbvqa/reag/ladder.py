@@ -37,6 +37,7 @@ from kbvqa.data.datasets import load_knowledge_base
 from kbvqa.experiments.work import map_in_chunks, trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
+from kbvqa.models.inference import inference_copy
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
 from kbvqa.reag.ladder_train import (  # noqa: F401
@@ -236,6 +237,7 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
     if unknown:
         raise ValueError(f"unknown rungs {unknown}; expected some of {list(RUNG_BY_NAME)}")
     done, log, out, models = done or {}, log if log is not None else {}, {}, dict(generators or {})
+    readers = {}                     # each generator merged for inference (kbvqa.models.inference)
     for rung in (r for r in RUNGS + ORACLE_RUNGS if r.name in names and r.name not in done):
         kind = rung.generator
         if kind not in models:
@@ -246,7 +248,9 @@ def run_rungs(world, queries, evidence: dict, config: LadderConfig, rungs=None, 
                     models["cold_start"] = trained_generator("cold_start", world, config, log, work)
                 base = copy_vlm(models["cold_start"]) if kind == "rl" else None
                 models[kind] = trained_generator(kind, world, config, log, work, base=base)
-        def answer(qs, model=models[kind], rung=rung):
+        if kind not in readers:
+            readers[kind] = inference_copy(models[kind])
+        def answer(qs, model=readers[kind], rung=rung):
             return evaluate(model, world, qs, evidence, rung, config)
         out[rung.name], _ = map_in_chunks(work, f"rung_{rung.name}", list(queries), answer,
                                           chunk=3 * config.batch_size)     # the same batches as in one call

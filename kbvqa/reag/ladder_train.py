@@ -27,6 +27,7 @@ from pathlib import Path
 
 from kbvqa.experiments.work import load_saved_model, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
+from kbvqa.models.inference import inference_copy
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.models.vlm import VLM
 from kbvqa.parsers import parse_think_answer
@@ -42,7 +43,8 @@ from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 def train_ladder_critic(world, config, vlm=None, work=None):
     """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped
     model (or ``vlm``); with a ``work`` folder read back from it when a run saved it, else saved there
-    (and a checkpoint every 10 steps that a rerun goes on from)."""
+    (and a checkpoint every 10 steps that a rerun goes on from). Returned merged for inference
+    (``kbvqa.models.inference``)."""
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7,
                             checkpoint_every=10 if work is not None else 0)
@@ -51,7 +53,8 @@ def train_ladder_critic(world, config, vlm=None, work=None):
         checkpointing, _ = stage_checkpointing(work, "critic")
         return train_critic(vlm or load_vlm("critic"), cfg, world=world, progress=False, in_place=vlm is None,
                             **checkpointing)[0]
-    return trained_model(work, "critic", train, lambda: load_vlm("critic"), lora=cfg.lora, freeze_vision=False)
+    critic = trained_model(work, "critic", train, lambda: load_vlm("critic"), lora=cfg.lora, freeze_vision=False)
+    return inference_copy(critic)              # it only scores from here on: merged, at KBVQA_PRECISION
 
 
 def training_examples(world, config, traces: bool, work=None, log: dict | None = None) -> list:

@@ -26,6 +26,7 @@ from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import non_negative_int, positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointing, trained_model
 from kbvqa.models.checkpoints import load_vlm, role_model
+from kbvqa.models.inference import inference_copy
 from kbvqa.models.vlm import VLM
 from kbvqa.molt.analysis import defender_win_share
 from kbvqa.molt.experiment import (
@@ -164,14 +165,20 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
         kept = work.data("sft_transcripts") if work is not None else None
         if kept and "sft" in log and "teacher_defender_share" not in log["sft"]:    # a cold start of an older run
             log["sft"].update(teacher_defender_share([completion for completion, _ in kept["transcripts"]]))
-        step("sft_tournament", lambda part: evaluate_one_pass(cold, part, "weak_to_strong", config, config.seed))
+        if pending("sft_tournament"):
+            cold_reader = inference_copy(cold)          # merged for inference; ``cold`` stays the GRPO start
+            step("sft_tournament", lambda part: evaluate_one_pass(cold_reader, part, "weak_to_strong", config,
+                                                                  config.seed))
+            del cold_reader
         if pending(*no_proc_rows):
             no_proc = trained("grpo_no_proc", lambda: train_grpo(cold, world, config, with_proc=False, log=log,
                                                                  work=work))
+            no_proc = inference_copy(no_proc)
             step(no_proc_rows[0], lambda part: evaluate_one_pass(no_proc, part, "weak_to_strong", config, config.seed))
             del no_proc
         if pending(*full_rows):
-            full = trained("grpo_full", lambda: train_grpo(cold, world, config, with_proc=True, log=log, work=work))
+            full = inference_copy(trained("grpo_full", lambda: train_grpo(cold, world, config, with_proc=True, log=log,
+                                                                          work=work)))
             for order in ORDERS:
                 step(f"grpo_full_{order}", lambda part, order=order: evaluate_one_pass(full, part, order, config,
                                                                                        config.seed))

@@ -24,6 +24,7 @@ from kbvqa.data.toyworld import get_world
 from kbvqa.experiments.runs import non_negative_int, positive_int, provenance
 from kbvqa.experiments.work import WorkFolder, default_work_root, map_in_chunks, work_fingerprint
 from kbvqa.models.checkpoints import load_vlm, role_model
+from kbvqa.models.inference import inference_copy
 from kbvqa.models.pretrain_mc_lit import lit_question_split
 from kbvqa.serts import ppo_experiment as stages
 from kbvqa.serts.ppo_experiment import RESULTS_DIR, REWARDS, PPORunConfig, root_queries, summarise, train_ppo
@@ -46,7 +47,8 @@ def run_experiment(config: PPORunConfig, work: WorkFolder | None = None, log=pri
     for reward in config.rewards:
         name = f"ppo_{reward}"
         policy, steps[name] = train_ppo(trajectories, reward, config, work, log)
-        rows[name] = (work.rows(name) if work is not None else None) or root_queries(world, policy, test_qs, config)
+        rows[name] = (work.rows(name) if work is not None else None) or root_queries(world, inference_copy(policy),
+                                                                                    test_qs, config)
         if work is not None:
             work.save_rows(name, rows[name])
         log(f"{name}: greedy recall {np.mean([r['greedy_recall'] for r in rows[name]]):.3f}")
