@@ -43,3 +43,22 @@ def test_the_critic_condition_and_bad_input():
         compare_outcomes(outcomes(pairwise_acc=[1, 0]), outcomes(pairwise_acc=[1, 0, 1]))
     with pytest.raises(ValueError, match="per-query 'outcomes'"):
         compare_outcomes({}, outcomes(pairwise_acc=[1]))
+
+
+def test_the_comparison_page_shows_every_row_the_verdict_and_the_times():
+    from kbvqa.reader.fastcard import comparison_markdown
+
+    reference = {"outcomes": {"kbvqa_gold_passage_acc": [1, 1, 0, 1], "pairwise_acc": [1, 0, 1, 1],
+                              "critic_p_yes": [0.2, 0.9, 0.4, 0.5]}}
+    fast = {"outcomes": {"kbvqa_gold_passage_acc": [1, 1, 0, 1], "pairwise_acc": [1, 1, 1, 1],
+                         "critic_p_yes": [0.2, 0.9, 0.4, 0.5]}}
+    comparison = compare_outcomes(reference, fast)
+    card = {"evaluation_fast": {"bf16+shared_prefix": {
+        "n_queries": 4, "comparison": comparison, "accepted": comparison["accepted"], "commit": "abcdef0123456",
+        "date": "2026-12-07", "seconds": {"fast": 50.0, "fp32": 100.0}, "fp32_rerun_differs_from_evaluation": {},
+        "machine": {"platform": "linux", "threads": 2, "computes_bf16": True}}}}
+    page = comparison_markdown(card)
+    assert "refused (fails pairwise_acc)" in page and "| kbvqa_gold_passage_acc | 0.750 | 0.750 | +0.000 |" in page
+    assert "| pairwise_acc | 0.750 | 1.000 | +0.250 |" in page and "**no**" in page
+    assert "2.00x" in page and "reproduces the committed `evaluation`" in page and "abcdef0123" in page
+    assert comparison_markdown({}).startswith("No fast path")

@@ -74,6 +74,37 @@ def compare_outcomes(reference: dict, fast: dict) -> dict:
     return {"rows": rows, "critic_mean_abs_dp": dp, "failed": failed, "accepted": not failed}
 
 
+def comparison_markdown(card: dict) -> str:
+    """The accuracy condition of every fast path in ``card["evaluation_fast"]`` as Markdown (the
+    benchmarks page includes it): per row fp32, fast, the difference and its 95 % paired-bootstrap
+    interval, then the critic's mean |ΔP(Yes)|, the verdict, the whole card's time on each path and
+    the provenance."""
+    out = []
+    for name, entry in sorted((card.get("evaluation_fast") or {}).items()):
+        comparison, seconds = entry["comparison"], entry.get("seconds") or {}
+        verdict = "accepted" if entry["accepted"] else f"refused (fails {', '.join(comparison['failed'])})"
+        out += [f"**{name}**: {verdict}. {entry['n_queries']} queries a row; made at commit "
+                f"`{str(entry.get('commit'))[:10]}` on {entry.get('date')}, {entry['machine'].get('platform')}, "
+                f"{entry['machine'].get('threads')} threads, computes_bf16 {entry['machine'].get('computes_bf16')}.",
+                "", "| row | fp32 | fast | fast - fp32 | 95 % interval | within the condition |",
+                "|---|---:|---:|---:|---|---|"]
+        for row, r in comparison["rows"].items():
+            out.append(f"| {row} | {r['fp32']:.3f} | {r['fast']:.3f} | {r['diff']:+.3f} | "
+                       f"[{r['low']:+.3f}, {r['high']:+.3f}] | {'yes' if r['ok'] else '**no**'} |")
+        dp = comparison.get("critic_mean_abs_dp")
+        out += ["", rf"Critic mean \|ΔP(Yes)\| {dp:.4f} (condition <= {CRITIC_TOLERANCE})." if dp is not None
+                else "", ""]
+        if seconds.get("fast") and seconds.get("fp32"):
+            out += [f"The whole card took {seconds['fp32']:.0f} s on fp32 and {seconds['fast']:.0f} s on this "
+                    f"path: {seconds['fp32'] / seconds['fast']:.2f}x.", ""]
+        drift = entry.get("fp32_rerun_differs_from_evaluation")
+        if drift is not None:
+            out += ["The fp32 rerun reproduces the committed `evaluation` on every row." if not drift else
+                    f"The fp32 rerun differs from the committed `evaluation` on {len(drift)} rows: "
+                    + ", ".join(f"{k} {a:.3f} -> {b:.3f}" for k, (a, b) in sorted(drift.items())) + ".", ""]
+    return "\n".join(out) if out else "No fast path has been measured on the whole card yet.\n"
+
+
 def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads: int) -> dict:
     """The card evaluated on one path, read back from ``path`` when a previous run finished it."""
     import torch
@@ -132,12 +163,20 @@ def main(argv=None) -> dict:
     comparison = compare_outcomes(reference, fast)
     card = json.loads(args.card.read_text())
     rows = {k: v for k, v in fast.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    committed = card.get("evaluation", {})
+    drift = {k: [committed[k], v] for k, v in reference.items()
+             if isinstance(v, float) and isinstance(committed.get(k), float) and abs(committed[k] - v) > 1e-9}
     card.setdefault("evaluation_fast", {})[f"{precision}{'+shared_prefix' if share else ''}"] = {
         "precision": precision, "share_prefix": share, "n_queries": args.n, "rows": rows,
         "comparison": comparison, "accepted": comparison["accepted"], "commit": git_commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": args.threads}}
+        "seconds": {"fast": fast.get("provenance", {}).get("seconds"),
+                    "fp32": reference.get("provenance", {}).get("seconds")},
+        "fp32_rerun_differs_from_evaluation": drift,
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": args.threads,
+                    "computes_bf16": fast.get("provenance", {}).get("computes_bf16")}}
     args.card.write_text(json.dumps(card, indent=1, default=str))
+    (args.work / "comparison.md").write_text(comparison_markdown(card))
     print(json.dumps({"accepted": comparison["accepted"], "failed": comparison["failed"],
                       "critic_mean_abs_dp": comparison["critic_mean_abs_dp"]}, indent=1))
     return comparison
