@@ -80,6 +80,26 @@ def test_notebook_hygiene(nb_path):
     assert not literal, f"pick sizes with profile.size(cpu, gpu), not {literal}"
 
 
+# The code column of the book's pages: every code line fits it (`ruff format --line-length 88`
+# on the notebooks, then long strings and comments wrapped by hand), so that no cell scrolls.
+CODE_WIDTH = 88
+_BEING_REWRITTEN = {"01_models": "being rewritten (issue 51 item 2)"}
+
+
+@pytest.mark.parametrize(
+    "nb_path",
+    [pytest.param(p, marks=pytest.mark.xfail(strict=False, reason=_BEING_REWRITTEN[p.stem]))
+     if p.stem in _BEING_REWRITTEN else p for p in _notebooks()],
+    ids=lambda p: p.name)
+def test_code_lines_fit_the_column(nb_path):
+    nb = json.loads(nb_path.read_text())
+    long = [(i, line) for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+            for line in "".join(cell["source"]).splitlines() if len(line) > CODE_WIDTH]
+    assert not long, (f"{nb_path.name}: {len(long)} code line(s) over {CODE_WIDTH} characters "
+                      f"(ruff format --line-length {CODE_WIDTH}, then wrap by hand):\n"
+                      + "\n".join(f"  cell {i} ({len(line)}): {line}" for i, line in long))
+
+
 def test_first_cell_is_valid_ipython_and_follows_the_config(tmp_path):
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -88,7 +108,10 @@ def test_first_cell_is_valid_ipython_and_follows_the_config(tmp_path):
     compile(TransformerManager().transform_cell(first_cell()), "first_cell", "exec")
     config = tmp_path / "_config.yml"
     config.write_text("repository:\n  url: https://example.org/fork/kbvqa/\n  branch: dev\n")
-    assert 'KBVQA_SOURCE", "git+https://example.org/fork/kbvqa@dev")' in first_cell(config)
+    cell = first_cell(config)
+    assert 'repository = "git+https://example.org/fork/kbvqa@dev"' in cell
+    assert 'source = os.environ.get("KBVQA_SOURCE", repository)' in cell
+    assert max(map(len, cell.splitlines())) <= CODE_WIDTH, "the first cell fits the code column too"
 
 
 def test_pipeline_figure_is_up_to_date(tmp_path):

