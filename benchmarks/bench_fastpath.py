@@ -13,9 +13,13 @@ against today's committed path (fp32, batched, no cross-prompt prefix reuse), on
   the ten-passage prompt would take minutes per call at int8w on a CPU without AVX512, where the int8
   kernel with float activations is far slower than an fp32 matmul) and greedy decode (new tokens/s at
   batch 1 and 8: the decode steps alone, one token at a time on the prefilled cache), each against
-  fp32 (goal >= 1.8x), the decode rows beside the bandwidth bound of the weights one step reads.
+  fp32 (goal >= 1.8x), the decode rows beside the bandwidth bound of the weights one step reads;
+- the batch size across queries: greedy ``generate`` of ``--sweep`` different queries (left-padded
+  together) at batch 1, 4, 8, 16 and 32, per float precision: the measurement behind the runners'
+  batch of 16.
 
-Run: ``python benchmarks/bench_fastpath.py [--k 5] [--threads 2] [--tokens 16]``. Leaves out: GPUs,
+Run: ``python benchmarks/bench_fastpath.py [--k 5] [--threads 2] [--tokens 16] [--sweep 32]``.
+Leaves out: GPUs,
 the RCTS search (``bench_rcts.py``), the card's accuracy on the fast path (``kbvqa.reader.card``).
 """
 from __future__ import annotations
@@ -82,6 +86,18 @@ def _decode_rates(vlm, prompt, tokens: int) -> dict:
     return out
 
 
+def _batch_sweep(vlm, prompts, tokens: int, sizes=(1, 4, 8, 16, 32)) -> dict[int, float]:
+    """{batch size: prompts per second} of greedy ``vlm.generate`` on ``prompts`` (different queries,
+    left-padded together), ``tokens`` new tokens each: the measurement behind the runners' batch of 16."""
+    out = {}
+    vlm.generate(prompts[:2], max_new_tokens=2, temperature=0, batch_size=2)                # warm-up
+    for size in sizes:
+        seconds, _ = best_of(lambda s=size: vlm.generate(prompts, max_new_tokens=tokens, temperature=0,
+                                                         batch_size=s), 1)
+        out[size] = len(prompts) / seconds
+    return out
+
+
 def rows(argv=None) -> list[dict]:
     from kbvqa.data import get_world
     from kbvqa.models.loading import computes_bf16
@@ -95,6 +111,7 @@ def rows(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description="The reader's fast path: prefix reuse and precision.")
     ap.add_argument("--k", type=int, default=5, help="pages per critic query (8 passages each)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads")
+    ap.add_argument("--sweep", type=int, default=32, help="queries in the batch-size sweep (1: no sweep)")
     ap.add_argument("--tokens", type=int, default=16, help="decode tokens per timing")
     args = ap.parse_args(argv)
     if args.k < 1 or args.threads < 1 or args.tokens < 1:
@@ -121,7 +138,8 @@ def rows(argv=None) -> list[dict]:
             row("critic: max |ΔP(Yes)| shared vs batched", float(gap.max()), "", ("<=", 1e-4),
                 f"mean {float(gap.mean()):.1e}", kind="check")]
 
-    prompt = eval_examples(world, "kbvqa_gold_passage", n=1, config=mix_config(112, 0))[0].prompt
+    examples = eval_examples(world, "kbvqa_gold_passage", n=args.sweep, config=mix_config(112, 0))
+    prompt = examples[0].prompt
     bandwidth = copy_bandwidth()
     rates = {}
     for precision in ["fp32"] + (["bf16"] if native else []) + ["int8w"]:
@@ -134,6 +152,15 @@ def rows(argv=None) -> list[dict]:
             bound = batch * bandwidth / bytes_step
             out.append(row(f"{precision}: decode, batch {batch}", r[f"decode_{batch}"], "tok/s", kind="time",
                            note=f"bandwidth bound {bound:.0f} tok/s ({bytes_step / 1e6:.0f} MB per step)"))
+        if args.sweep > 1 and precision != "int8w":
+            sweep = _batch_sweep(model, [e.prompt for e in examples], args.tokens)
+            best = max(sweep, key=sweep.get)
+            for size, rate in sweep.items():
+                out.append(row(f"{precision}: generate {len(examples)} queries, batch {size}", rate, "queries/s",
+                               kind="time", note="the fastest here" if size == best else ""))
+            out.append(row(f"{precision}: batch 16 / batch 1, queries/s", sweep[16] / sweep[1], "x", (">", 1),
+                           f"16 is the runners' batch; the fastest here was {best} "
+                           f"({sweep[best] / sweep[16]:.2f}x batch 16)"))
         if precision != "fp32":
             base = rates["fp32"]
             for key, label in (("prefill", "prefill"), ("decode_1", "decode batch 1"), ("decode_8", "decode batch 8")):

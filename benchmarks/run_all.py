@@ -47,8 +47,8 @@ BENCHMARKS = {
     "book": "the book: execution time and reproducibility",
 }
 QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
-              "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4", "molt": "--queries 1 --repeats 1",
-              "book": "--only 01_models"}
+              "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4 --sweep 1",
+              "molt": "--queries 1 --repeats 1", "book": "--only 01_models"}
 
 
 def parse_sizes(items: list[str]) -> dict[str, str]:
