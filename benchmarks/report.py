@@ -80,8 +80,19 @@ def provenance() -> dict:
         "torch": _version("torch"),
         "transformers": _version("transformers"),
         "profile": os.environ.get("KBVQA_PROFILE", "cpu"),
+        "reader": _reader(),
         "load_average_start": load_average(),
     }
+
+
+def _reader() -> str:
+    """The shipped reader's fingerprint (``kbvqa.reader.ship.reader_fingerprint``): the weights every
+    reader row measured, so a table from another reader is caught (``tests/test_benchmarks.py``)."""
+    try:
+        from kbvqa.reader.ship import reader_fingerprint
+        return reader_fingerprint()
+    except (ImportError, OSError):
+        return "unknown"
 
 
 def _cell(text) -> str:
@@ -98,7 +109,8 @@ def render_markdown(results: dict) -> str:
         + (" (uncommitted changes)" if prov.get("dirty") else ""),
         f"- machine: {prov.get('cpu', '?')}, {prov.get('cpus_usable', '?')} usable of {prov.get('cpu_count', '?')} "
         f"CPUs; torch {prov.get('torch', '?')}, transformers {prov.get('transformers', '?')}, "
-        f"Python {prov.get('python', '?')}; profile `{prov.get('profile', '?')}`",
+        f"Python {prov.get('python', '?')}; profile `{prov.get('profile', '?')}`; reader "
+        f"`{prov.get('reader', '?')}`",
         f"- load average (1, 5, 15 min) at start: {load('load_average_start')}; at end: {load('load_average_end')}",
         "",
     ]
@@ -111,7 +123,8 @@ def render_markdown(results: dict) -> str:
         own = bench.get("provenance")
         if own:                                    # rerun alone (--merge): its own date and commit
             lines += [f"Rerun alone {own.get('date_utc', '?')} at commit `{str(own.get('commit', '?'))[:10]}`"
-                      + (" (uncommitted changes)" if own.get("dirty") else "") + ".", ""]
+                      + (" (uncommitted changes)" if own.get("dirty") else "")
+                      + f", reader `{own.get('reader', '?')}`, on {own.get('cpu', '?')}.", ""]
         if bench.get("args"):                     # sizes other than its defaults (run_all --args / --quick)
             lines += [f"Sizes: `{_cell(' '.join(bench['args']))}`.", ""]
         if bench.get("error"):

@@ -32,6 +32,7 @@ from kbvqa.molt.results import ORDER_LABEL, moving_average, scripted_table
 from kbvqa.molt.rewards import chain_validity
 from kbvqa.parsers import TournamentTranscript, parse_tournament
 from kbvqa.viz.frames import figure_png, frames_html, legible_pt
+from kbvqa.viz.labels import results_model_label
 
 __all__ = ["draw_tournament", "render_tournament_frames", "tournament_html", "tournament_widget"]
 
@@ -198,7 +199,8 @@ def draw_reward_curves(curves: dict, live: dict | None = None, window: int = 4, 
 
 
 def draw_schedule_accuracy(results: dict):
-    """Accuracy by schedule: the scripted judges (lines over the error rate) and the tiny model."""
+    """Accuracy by schedule: the scripted judges (lines over the error rate) and the trained judge
+    (``provenance.model``)."""
     import matplotlib.pyplot as plt
 
     table = scripted_table(results)
@@ -206,12 +208,12 @@ def draw_schedule_accuracy(results: dict):
     for i, order in enumerate(ORDER_LABEL):
         ax.plot([r["error"] for r in table], [r[f"{order}_acc_%"] for r in table], "o-", color=f"C{i}",
                 label=f"scripted, {order.replace('_', '-')}")
-        tiny = results["rows"].get(f"grpo_full_{order}")
-        if tiny:
-            ax.axhline(100 * tiny["accuracy"], color=f"C{i}", ls=":", lw=1)
+        trained = results["rows"].get(f"grpo_full_{order}")
+        if trained:
+            ax.axhline(100 * trained["accuracy"], color=f"C{i}", ls=":", lw=1)
     ax.set_xlabel("scripted judge's error per round the ground truth plays")
     ax.set_ylabel("evidence-selection accuracy (%)")
-    ax.set_title("schedules (dotted: tiny model after SFT + GRPO)", fontsize=10)
+    ax.set_title(f"schedules (dotted: {results_model_label(results)} after SFT + GRPO)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbvqa.config import REPO_ROOT
 from kbvqa.pipeline.results import STAGES
+from kbvqa.viz.labels import results_model_label
 
 PIPELINE_STAGES = ("retrieve", "select / re-rank", "generate", "learn")
 
@@ -114,7 +115,8 @@ def draw_ablation(results: dict, title: str | None = None):
     for bar, r in zip(bars, rows):
         if r["diagnostic"]:
             bar.set(color="#b0b0b0", hatch="//")
-    ax.set(xlabel="accuracy (95 % Wilson)", xlim=(0, 1), title=title or f"tiny reader, n = {results['n']}")
+    ax.set(xlabel="accuracy (95 % Wilson)", xlim=(0, 1),
+           title=title or f"{results_model_label(results)}, n = {results['n']}")
     ax.set_yticks(y, [r["label"] for r in rows], fontsize=8)
     width = 0.8 / len(STAGES)
     colours = ("#8172b2", "#c44e52", "#dd8452", "#55a868")

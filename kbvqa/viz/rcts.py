@@ -15,6 +15,8 @@ Every function returns a closed Figure (a notebook shows it once). Leaves out: c
 """
 from __future__ import annotations
 
+from kbvqa.viz.labels import results_model_label
+
 CHANCE = 0.25           # the toy world's multiple-choice questions have four options
 _TOY, _PAPER = "#4c72b0", "#999999"
 
@@ -47,7 +49,7 @@ def draw_rcts_main(results: dict):
     _acc_bars(left, rows)
     _chance(left)
     left.set_ylabel("accuracy (%)")
-    left.set_title(f"toy world, tiny model (n = {rows[0]['n']})", fontsize=9)
+    left.set_title(f"toy world, {results_model_label(results)} (n = {rows[0]['n']})", fontsize=9)
     papers = [r for r in rows if r["paper"] is not None]
     right.bar(range(len(papers)), [r["paper"] for r in papers], color=_PAPER)
     right.set_xticks(range(len(papers)), [r["row"] for r in papers], rotation=25, ha="right", fontsize=7)

@@ -22,6 +22,7 @@ import numpy as np
 
 from kbvqa.data.schema import open_image
 from kbvqa.retrieval.subject import box_iou, crop_to_box
+from kbvqa.viz.labels import results_model_label
 
 __all__ = ["RUN_LABELS", "draw_boxes_and_crops", "draw_group_advantages", "draw_grpo_curves", "draw_recall_by_k",
            "draw_sft_curves"]
@@ -188,7 +189,7 @@ def draw_ladder(results: dict, title: str | None = None):
     ax.bar(x, acc, yerr=err, color="#4c72b0", capsize=3, label="ladder (95 % Wilson)")
     for r, style in zip(results.get("diagnostics", []), ("--", ":", "-.")):
         ax.axhline(r["accuracy"] * 100, color="gray", ls=style, lw=1.2, label=f"{r['label']} (diagnostic)")
-    ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, tiny VLM, n = {results['n']}",
+    ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, {results_model_label(results)}, n = {results['n']}",
            ylim=(0, max(50, *(r["high"] * 100 for r in rows + results.get("diagnostics", [])))))
     ax.legend(fontsize=7, frameon=False, loc="upper left")
     bx.plot(x, [r["paper_evqa"] for r in rows], "o-", color="#c44e52", label="E-VQA single-hop")
