@@ -60,9 +60,10 @@ def test_notebook_hygiene(nb_path):
     assert all(ids) and len(set(ids)) == len(ids), "every cell needs its own id"
     # First code cell installs the package in Colab, from the repository the launch buttons use
     # (generated from _config.yml by tools.first_cell: one place for the address).
-    from tools.first_cell import first_cell
+    from tools.first_cell import TAGS, first_cell
 
     assert "".join(code[0]["source"]) == first_cell(), "run `python -m tools.first_cell`"
+    assert code[0]["metadata"].get("tags") == TAGS, "the install cell stays on the page, collapsed: tools.first_cell"
     md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert re.search(r"^## Summary", md, re.M), "every chapter ends with a Summary"
     assert re.search(r"^## Exercises", md, re.M), "every chapter has Exercises"
@@ -178,6 +179,7 @@ def test_chapter_page_rendered(nb_path):
     assert 'id="summary"' in page and 'id="exercises"' in page
     assert "solution" in page and "dropdown" in page
     assert "colab.research.google.com" in page, "Colab launch button missing"
+    assert "KBVQA_SOURCE" in page, "the install cell is on the page, collapsed (hide-cell, tools.first_cell)"
     text = re.sub(r"<[^>]+>", "", page)
     assert not re.search(r"\bexercises?\s+exercise\b", text, re.I), "a cross-reference reads 'exercise Exercise N'"
     assert "it/s]" not in page, "a progress bar was rendered (the build sets KBVQA_PROGRESS=0)"

@@ -7,8 +7,10 @@ and ``KBVQA_SOURCE`` points it anywhere else: a wheel built with ``make wheel`` 
 to the runtime, for when that address cannot be reached (a fork, a private copy, no GitHub). The
 ``gpu`` extra is installed only on a GPU runtime; a CPU runtime gets the cpu profile.
 
-``python -m tools.first_cell`` rewrites the first code cell of every notebook; ``tests/test_book.py``
-checks that each one equals ``first_cell()``. Leaves out: the launch buttons (Jupyter Book).
+``python -m tools.first_cell`` rewrites the first code cell of every notebook and tags it
+``hide-cell`` (``TAGS``): the rendered page keeps it, collapsed under a toggle, so a reader sees how
+to run the chapter without it standing before the first sentence; ``tests/test_book.py`` checks that
+each one equals ``first_cell()`` with those tags. Leaves out: the launch buttons (Jupyter Book).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+TAGS = ["hide-cell"]
 TEMPLATE = '''# Colab: install the book's package (with its data) and the reader's base weights;
 # locally this cell does nothing. If the repository below cannot be reached, upload a
 # wheel (`make wheel`) or a clone and set os.environ["KBVQA_SOURCE"] to its path.
@@ -61,11 +64,17 @@ def write_first_cells(notebooks=None) -> list[Path]:
     for path in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = json.loads(path.read_text())
         cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
-        if "".join(cell["source"]) != source:
+        if "".join(cell["source"]) != source or cell.get("metadata", {}).get("tags") != TAGS:
             cell["source"] = source.splitlines(keepends=True)
+            cell.setdefault("metadata", {})["tags"] = list(TAGS)
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             changed.append(path)
     return changed
+
+
+def _first_code_cell(path: Path) -> tuple[str, list]:
+    cell = next(c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    return "".join(cell["source"]), cell.get("metadata", {}).get("tags")
 
 
 def main(argv=None) -> None:
@@ -79,8 +88,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.check:
         stale = [p.relative_to(ROOT) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
-                 if "".join(next(c for c in json.loads(p.read_text())["cells"]
-                                 if c["cell_type"] == "code")["source"]) != first_cell()]
+                 if _first_code_cell(p) != (first_cell(), TAGS)]
         print("\n".join(f"differs: {p}" for p in stale) or "every first cell is up to date")
         raise SystemExit(1 if stale else 0)
     for path in write_first_cells():
