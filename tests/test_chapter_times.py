@@ -59,3 +59,19 @@ def test_merge_replaces_the_remeasured_chapters_and_the_table_names_them():
     assert "| 26 molt ladder | 92 |" in table and "commit abcdef0" in table
     with pytest.raises(ValueError, match="measured on 2 CPUs, this run on 4"):
         chapter_times.merge(record, {**again, "provenance": {**again["provenance"], "cpus": 4}})
+
+
+def test_cell_seconds_reads_nbclient_timestamps_slowest_first():
+    import nbformat
+
+    from tools.nb_execute import cell_seconds
+
+    def cell(start, end):
+        c = nbformat.v4.new_code_cell("pass")
+        c.metadata["execution"] = {"iopub.execute_input": start, "shell.execute_reply": end}
+        return c
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# a"), cell("2026-12-07T10:00:03Z", "2026-12-07T10:00:03.100000Z"),
+                cell("2026-12-07T10:00:00.000000Z", "2026-12-07T10:00:02.500000Z"), nbformat.v4.new_code_cell("x")]
+    assert cell_seconds(nb) == [(2, 2.5), (1, 0.1)]

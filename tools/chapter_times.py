@@ -2,7 +2,8 @@
 
 ``python -m tools.chapter_times --measure`` executes every chapter of the book in the cpu profile
 (a fresh kernel each, as the book build does; ``tools.nb_execute``) and writes
-``data/benchmarks/chapters.json``: per chapter its wall time and whether it ran, with provenance
+``data/benchmarks/chapters.json``: per chapter its wall time, whether it ran and its three slowest
+cells (``[cell index, seconds]``: where to look when a chapter runs over its budget), with provenance
 (commit, date, machine, load average before and after, so a busy machine shows). ``--only NAME ...``
 re-executes the named chapters and replaces their rows, each marked with its own commit and date
 (``merge``; the README's table names them), so a change to a few chapters is re-timed in minutes. ``--readme``
@@ -36,14 +37,15 @@ def measure(notebooks=None) -> dict:
     """Execute ``notebooks`` (default: the book's, in order) in the cpu profile; the record."""
     import torch
 
-    from tools.nb_execute import book_environment, book_notebooks, execute_notebook
+    from tools.nb_execute import book_environment, book_notebooks, cell_seconds, execute_notebook
 
     load_before = os.getloadavg()
     chapters = []
     with book_environment({"KBVQA_PROFILE": "cpu"}):
         for path in notebooks or book_notebooks():
             run = execute_notebook(Path(path))
-            chapters.append({"name": Path(path).stem, "seconds": round(run.seconds, 1), "passed": not run.error})
+            chapters.append({"name": Path(path).stem, "seconds": round(run.seconds, 1), "passed": not run.error,
+                             "slowest_cells": [list(c) for c in cell_seconds(run.notebook)[:3]]})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"chapters": chapters, "provenance": {
         "commit": commit or "unknown", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -92,6 +92,22 @@ def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3
     return ExecutedNotebook(path, nb, seconds, error)
 
 
+def cell_seconds(notebook) -> list[tuple[int, float]]:
+    """``[(cell index, seconds)]`` of every executed code cell, slowest first, from the timestamps
+    nbclient records in ``metadata.execution`` (input received to reply sent)."""
+    import datetime as dt
+
+    out = []
+    for index, cell in enumerate(notebook.cells):
+        stamps = cell.get("metadata", {}).get("execution", {})
+        start, end = stamps.get("iopub.execute_input"), stamps.get("shell.execute_reply")
+        if cell.get("cell_type") == "code" and start and end:
+            seconds = (dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
+                       - dt.datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+            out.append((index, round(seconds, 2)))
+    return sorted(out, key=lambda item: -item[1])
+
+
 def write_notebook(executed: ExecutedNotebook, folder: Path) -> Path:
     """Save an execution as ``folder/<name>.ipynb`` (the layout of ``_build/jupyter_execute``)."""
     import nbformat
