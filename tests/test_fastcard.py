@@ -62,3 +62,32 @@ def test_the_comparison_page_shows_every_row_the_verdict_and_the_times():
     assert "| pairwise_acc | 0.750 | 1.000 | +0.250 |" in page and "**no**" in page
     assert "2.00x" in page and "reproduces the committed `evaluation`" in page and "abcdef0123" in page
     assert comparison_markdown({}).startswith("No fast path")
+
+
+def test_a_stopped_card_evaluation_resumes_at_the_pass_it_had_not_finished():
+    """Every model pass of ``evaluate_card`` lands in ``steps`` as it finishes; given those steps, a
+    rerun computes nothing and writes the same card (here a model that may not be called at all)."""
+    import json
+
+    from kbvqa.data import get_world
+    from kbvqa.models.tiny import load_tiny_vlm
+    from kbvqa.reader.card import evaluate_card
+    from kbvqa.reader.fastcard import _plain
+
+    saved, world = [], get_world(0)
+    first = evaluate_card(load_tiny_vlm(), world, n=2, image_size=56, steps={},
+                          on_step=lambda s: saved.append(json.dumps(s, default=_plain)))
+    assert len(saved) >= 10 and "critic" in json.loads(saved[-1]) and "ladder" in json.loads(saved[-1])
+
+    class Unusable:
+        def __getattr__(self, name):
+            raise AssertionError(f"a resumed evaluation called the model ({name})")
+
+    class Shell:                        # the attributes evaluate_card touches before any pass
+        model = type("M", (), {"eval": lambda self: None})()
+
+        def __getattr__(self, name):
+            return getattr(Unusable(), name)
+
+    again = evaluate_card(Shell(), world, n=2, image_size=56, steps=json.loads(saved[-1]))
+    assert json.dumps(again, default=_plain, sort_keys=True) == json.dumps(first, default=_plain, sort_keys=True)

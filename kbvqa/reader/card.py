@@ -123,11 +123,13 @@ def card_sets(world, n: int, image_size: int) -> dict:
 
 
 def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: int = 16,
-                  share_prefix: bool = False) -> dict:
+                  share_prefix: bool = False, steps: dict | None = None, on_step=None) -> dict:
     """Every card row on the first ``n`` test queries of each set; answers generated greedily.
     ``outcomes`` holds each row's per-query values (right or wrong, P(Yes), IoU, recall) in set order,
     what ``kbvqa.reader.fastcard`` pairs between two paths; ``share_prefix``: the fast path's prefix
-    reuse (``kbvqa.models.prefix``) in scoring and generation."""
+    reuse (``kbvqa.models.prefix``) in scoring and generation. ``steps``: each model pass's results by
+    name, filled as they finish (``on_step(steps)`` after each, to save them) and read back instead of
+    recomputed, so a stopped evaluation resumes at the pass it had not finished."""
     from kbvqa.molt.rewards import result_reward
 
     if not isinstance(n, int) or n < 1:
@@ -135,10 +137,20 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
     sets = card_sets(world, n, image_size)
     vlm.model.eval()
 
-    def generate(examples, max_new_tokens):
-        outs = vlm.generate([e.prompt for e in examples], max_new_tokens=max_new_tokens, temperature=0,
-                            batch_size=batch_size, **shared)
-        return [o[0] for o in outs]
+    def step(key, compute):
+        if steps is not None and key in steps:
+            return steps[key]
+        value = compute()
+        if steps is not None:
+            steps[key] = value
+            if on_step is not None:
+                on_step(steps)
+        return value
+
+    def generate(examples, max_new_tokens, key):
+        return step(key, lambda: [o[0] for o in vlm.generate([e.prompt for e in examples], temperature=0,
+                                                             max_new_tokens=max_new_tokens, batch_size=batch_size,
+                                                             **shared)])
 
     shared = {"share_prefix": True} if share_prefix else {}
     card: dict = {"n_queries": n, "sizes": {t: len(s) for t, s in sets.items()}, "examples": {}, "records": {},
@@ -147,7 +159,7 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
     direct = {f"{t}_direct": s for t, s in card_sets_kbvqa(world, n, image_size, "evqa").items()
               if t != "kbvqa_no_passage"}        # ReAG's no-passage prompt is the same in both styles
     for task, examples in [(t, sets[t]) for t in KBVQA_ROWS] + list(direct.items()):
-        outs = generate(examples, KBVQA_TOKENS["evqa" if task.endswith("_direct") else KBVQA_STYLE])
+        outs = generate(examples, KBVQA_TOKENS["evqa" if task.endswith("_direct") else KBVQA_STYLE], task)
         right = [kbvqa_official_correct(parse_think_answer(o).answer, e.meta) for o, e in zip(outs, examples)]
         card[f"{task}_acc"] = float(np.mean(right))
         outcomes[f"{task}_acc"] = [bool(r) for r in right]
@@ -155,43 +167,44 @@ def evaluate_card(vlm, world, n: int = 200, image_size: int = 112, batch_size: i
         card["records"][task] = [{"query_id": e.meta["query_ids"][0], "correct": bool(r), "output": o}
                                  for e, r, o in zip(examples, right, outs)]
         card["examples"][task] = {"target": examples[0].completion, "output": outs[0]}
-    p = vlm.p_yes([e.prompt for e in sets["critic"]], batch_size=batch_size, **shared).tolist()
+    p = step("critic", lambda: vlm.p_yes([e.prompt for e in sets["critic"]], batch_size=batch_size, **shared).tolist())
     outcomes["critic_p_yes"] = [round(float(x), 6) for x in p]
     labels = [e.completion == "Yes" for e in sets["critic"]]
     card["critic_roc_auc"] = roc_auc(p, labels)
     hard = [(s, y) for s, y, e in zip(p, labels, sets["critic"]) if y or e.meta.get("negative_kind") == "hard"]
     card["critic_roc_auc_hard"] = roc_auc([s for s, _ in hard], [y for _, y in hard])
     for task in ("mc_zero_shot", "mc_3_random", "mc_3_same_rule"):
-        outs = generate(sets[task], 12)     # "The answer is B." comes first; the reason follows
+        outs = generate(sets[task], 12, task)     # "The answer is B." comes first; the reason follows
         golds = [parse_rcts_answer(e.completion).letter for e in sets[task]]
         outcomes[f"{task}_acc"] = [parse_rcts_answer(o).letter == g for o, g in zip(outs, golds)]
         card[f"{task}_acc"] = float(np.mean(outcomes[f"{task}_acc"]))
-    outs = generate(sets["pairwise"], 64)
+    outs = generate(sets["pairwise"], 64, "pairwise")
     outcomes["pairwise_acc"] = [parse_winner(o) == e.meta["winner"] for o, e in zip(outs, sets["pairwise"])]
     card["pairwise_acc"] = float(np.mean(outcomes["pairwise_acc"]))
-    outs = generate(sets["grounding"], 24)
+    outs = generate(sets["grounding"], 24, "grounding")
     ious = [box_iou(parse_box(o), e.meta["box"]) for o, e in zip(outs, sets["grounding"])]
     outcomes["box_iou"] = [round(float(i), 6) for i in ious]
     card["box_iou"], card["box_iou50"] = float(np.mean(ious)), float(np.mean([i >= 0.5 for i in ious]))
-    outs = generate(sets["ladder"], 320)
+    outs = generate(sets["ladder"], 320, "ladder")
     ladder = sets["ladder"]
     outcomes["ladder_valid_rate"] = [ladder_valid(o, e.meta["schedule"]) for o, e in zip(outs, ladder)]
     outcomes["ladder_acc"] = [float(result_reward(o, e.meta["gold_id"])) for o, e in zip(outs, ladder)]
     card["ladder_valid_rate"] = float(np.mean(outcomes["ladder_valid_rate"]))
     card["ladder_acc"] = float(np.mean(outcomes["ladder_acc"]))
     card["examples"]["ladder"] = {"target": sets["ladder"][0].completion, "output": outs[0]}
-    outs = generate(sets["serts_query"], 96)
+    outs = generate(sets["serts_query"], 96, "serts_query")
     ours, base = serts_recall(world, sets["serts_query"], outs, per_query=True)
     outcomes["serts_query_recall"] = [round(float(x), 6) for x in ours]
     card["serts_query_recall"], card["serts_question_recall"] = float(np.mean(ours)), float(np.mean(base))
     card["serts_query_recall_gain"] = card["serts_query_recall"] - card["serts_question_recall"]
-    naming = naming_attributes(vlm, world, n=n, image_size=image_size, batch_size=batch_size)
+    naming = dict(step("naming", lambda: naming_attributes(vlm, world, n=n, image_size=image_size,
+                                                           batch_size=batch_size)))
     card["records"]["naming"] = naming.pop("records")
     outcomes["naming_name_acc"] = [bool(r["name"]) for r in card["records"]["naming"]]
     card["naming"] = naming
     card.update({f"naming_{part}_acc": naming[f"{part}_acc"] for part in ("name", "family", "colour", "pattern")})
     card["sizes"]["naming"] = naming["n"]
-    card.update(look_name_rows(vlm, world, batch_size))
+    card.update(step("look_name", lambda: look_name_rows(vlm, world, batch_size)))
     card["targets_met"] = {k: _meets(card[k], *CARD_TARGETS[k]) for k in CARD_TARGETS}
     return card
 

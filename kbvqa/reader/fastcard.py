@@ -12,8 +12,9 @@ A fast path (another precision, prefix reuse) is used only if it keeps the reade
 ``python -m kbvqa.reader.fastcard [--precision auto] [--n 200] [--work DIR]`` evaluates the card on
 the fast path (first: bf16 needs a machine where ``computes_bf16``) and on fp32 (the committed path,
 with per-query outcomes), each finished evaluation kept in ``--work`` (``data/reader/fastcard/``,
-committed) so that a stopped run, in this session or a later one, resumes at the evaluation it had not
-finished, and writes
+committed) and, while one runs, each finished model pass in ``<evaluation>.steps.json`` (commit it
+too when a session ends mid-evaluation), so that a stopped run, in this session or a later one,
+resumes at the pass it had not finished, and writes
 ``evaluation_fast`` into ``data/reader/card.json`` (``evaluation``, fp32, is kept): the fast path's
 rows, the comparison, ``accepted``, the precision and the machine. Every path measured is reported,
 the ones that fail too.
@@ -121,18 +122,42 @@ def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads:
             return cached
     torch.set_num_threads(threads)
     start = time.perf_counter()
+    partial = path.with_suffix(".steps.json")       # the passes a stopped run finished
+    saved = json.loads(partial.read_text()) if partial.exists() else {}
+    steps = saved.get("steps", {}) if saved.get("path") == [precision, share_prefix, n] else {}
+    before = saved.get("seconds", 0.0) if steps else 0.0
+
+    def keep(done):
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(partial, {"path": [precision, share_prefix, n], "steps": done,
+                                "seconds": before + time.perf_counter() - start})
+
     vlm = load_reader(precision=precision)
-    evaluation = evaluate_card(vlm, get_world(0), n=n, share_prefix=share_prefix)
+    evaluation = evaluate_card(vlm, get_world(0), n=n, share_prefix=share_prefix, steps=steps, on_step=keep)
     evaluation["path"] = [vlm.precision, share_prefix]
-    evaluation["provenance"] = {"commit": git_commit(), "seconds": round(time.perf_counter() - start, 1),
+    evaluation["provenance"] = {"commit": git_commit(), "seconds": round(before + time.perf_counter() - start, 1),
                                 "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                                 "platform": platform.platform(), "torch": torch.__version__, "threads": threads,
                                 "computes_bf16": computes_bf16(torch.device("cpu"))}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(evaluation, default=str))
-    tmp.replace(path)
+    _write_atomic(path, evaluation)
+    partial.unlink(missing_ok=True)
     return evaluation
+
+
+def _plain(value):
+    """JSON for numpy scalars and arrays (a resumed pass must read back numbers, not strings)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=_plain))
+    tmp.replace(path)
 
 
 def main(argv=None) -> dict:
