@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +203,33 @@ def progress_enabled(progress: bool = True) -> bool:
     sets it (``make book``, ``tools/nb_execute``), so the rendered chapters carry no progress bars
     while a student running a notebook sees them."""
     return bool(progress) and os.environ.get("KBVQA_PROGRESS", "1") != "0"
+
+
+def short_path(path: str) -> str:
+    """``path`` without the machine's part: after ``site-packages/``, relative to the repository, or
+    the file name alone."""
+    text = str(path)
+    if "site-packages/" in text:
+        return text.rsplit("site-packages/", 1)[1]
+    try:
+        return str(Path(text).resolve().relative_to(REPO_ROOT))
+    except (ValueError, OSError):
+        return Path(text).name
+
+
+def short_warning_paths() -> None:
+    """Print warnings with ``short_path`` instead of the absolute path of the file that raised them,
+    so a rendered page shows no machine's folders. ``kbvqa`` calls it on import in the book's build
+    (``KBVQA_PROGRESS=0``); idempotent."""
+    if getattr(warnings.formatwarning, "_kbvqa_short", False):
+        return
+    original = warnings.formatwarning
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        return original(message, category, short_path(filename), lineno, line)
+
+    formatwarning._kbvqa_short = True
+    warnings.formatwarning = formatwarning
 
 
 def seed_everything(seed: int) -> int:

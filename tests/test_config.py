@@ -169,3 +169,18 @@ def test_progress_bars_off_in_the_book_build(monkeypatch):
     from tools.nb_execute import BOOK_ENV
 
     assert BOOK_ENV["KBVQA_PROGRESS"] == "0"
+
+
+def test_the_book_prints_warnings_without_machine_paths(monkeypatch):
+    import warnings
+
+    from kbvqa.config import REPO_ROOT, short_path, short_warning_paths
+
+    assert short_path("/opt/venv/lib/python3.11/site-packages/transformers/utils/x.py") == "transformers/utils/x.py"
+    assert short_path(str(REPO_ROOT / "kbvqa" / "config.py")) == "kbvqa/config.py"
+    assert short_path("/somewhere/else/module.py") == "module.py"
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    short_warning_paths()
+    short_warning_paths()                                  # idempotent: wraps once
+    text = warnings.formatwarning("slow", UserWarning, "/home/someone/.venv/lib/site-packages/torch/a.py", 3)
+    assert text.startswith("torch/a.py:3: UserWarning: slow") and "/home/" not in text
