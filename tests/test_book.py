@@ -23,7 +23,7 @@ MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_
                "17_serts_experiments": 4, "18_serts_ppo": 3,
                "25_molt_candidates": 4, "26_molt_ladder": 4, "27_molt_training": 3,
                "28_molt_weak_to_strong": 3,
-               "30_end_to_end": 3, "31_paper_vs_ours": 2}
+               "30_end_to_end": 3, "31_paper_vs_ours": 2, "A1_reader_training": 1}
 
 
 def _toc_files():
@@ -84,7 +84,7 @@ def test_notebook_hygiene(nb_path):
 # The code column of the book's pages: every code line fits it (`ruff format --line-length 88`
 # on the notebooks, then long strings and comments wrapped by hand), so that no cell scrolls.
 CODE_WIDTH = 88
-_BEING_REWRITTEN = {"01_models": "being rewritten (issue 51 item 2)"}
+_BEING_REWRITTEN: dict[str, str] = {}   # notebook stem -> why its lines may still be long (xfail)
 
 
 @pytest.mark.parametrize(

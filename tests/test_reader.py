@@ -572,6 +572,11 @@ def test_reader_pictures(world):
     assert _round_offsets(reopened) == {0: 0, 1: 0, 2: 6}    # naming goes on at 4; a mixture rerun after 5
     again = {"curves": [dict(p, stage="mixture", loss=1.0) for p in reopened], "evals": []}
     assert any(line.get_linestyle() == "--" for line in draw_reader_curves(again).axes[0].lines)
+    labelled = draw_reader_curves(again, round_labels={2: "round 4"})  # rounds.json's number
+    assert [t.get_text() for t in labelled.axes[0].texts] == ["reopen 1", "round 4"]
+    from kbvqa.viz.frames import MIN_TEXT_PX, text_px_at_page_width
+
+    assert text_px_at_page_width(labelled, labelled.dpi) >= MIN_TEXT_PX   # legible at page width
     with pytest.raises(ValueError, match="multiple"):
         draw_image_tokens(np.zeros((100, 100, 3), dtype=np.uint8))
 
@@ -751,7 +756,7 @@ def test_train_cli_weight_overrides():
 
 
 def test_reader_rounds_record_the_shipped_card():
-    """data/reader/rounds.json (chapter 01's table of training rounds) names exactly one shipped
+    """data/reader/rounds.json (the appendix's table of training rounds) names exactly one shipped
     round, and it is the shipped reader: same fingerprint and same card rows."""
     from kbvqa.reader.ship import READER_DIR
 

@@ -1,7 +1,8 @@
 """Write ``data/reader/rounds.json``: the card rows of every training round of the reader, shipped or not.
 
-Chapter 01 shows the table, so that a reader sees what each round tried and what it reached (issue
-#15 asks for "what was tried and what it reached" where a row falls short). A round's card comes
+The appendix on the reader's training (``notebooks/A1_reader_training.ipynb``) shows the table, so
+that a reader sees what each round tried and what it reached (issue #15 asks for "what was tried and
+what it reached" where a row falls short). Rounds are numbered from 0, as the book names them. A round's card comes
 from the commit that shipped it (``"commit"``: its ``data/reader/``), a folder committed elsewhere
 (``"commit:folder"``), or its export folder (a round not shipped, or shipped in the same commit as
 its entry); a folder this machine no longer holds keeps the entry ``rounds.json``
@@ -52,7 +53,7 @@ ROUNDS = [
     (9, "from round 7: naming reopened 1200 -> 2000 steps, then the tower reopened 3000 -> 6000 steps on 480 views "
         "per creature with the family head weighted as the creature's (vision_family_weight 1.0), naming 600 steps "
         "on the changed tower, the mixture again for 600 steps", str(CACHE / "round10_export"), False),
-    (10, "the tenth's recipe again from the shipped eighth's export (the tenth's weights were lost with the reader "
+    (10, "round 9's recipe again from round 7's shipped export (round 9's weights were lost with the reader "
          "cache), in float32, carried over sessions with --carry/--from", "9416fd0:data/reader_in_training", True),
 ]
 

@@ -3,9 +3,11 @@
 - ``draw_image_tokens(image, patch, scale)``: the view with its ViT patch grid (thin lines) and the
   pixel-shuffle groups (thick lines: each ``scale x scale`` block of patches becomes ONE token of
   the language model), numbered in the order the tokens enter the prompt.
-- ``draw_reader_curves(state)``: one panel per training stage (vision classifier, naming, the
-  task mixture): training loss (smoothed) and the stage's test-split
-  checks on a second axis.
+- ``draw_reader_curves(state, round_labels)``: one panel per training stage (vision classifier,
+  naming, the task mixture), stacked: training loss (smoothed) and the stage's test-split checks on
+  a second axis; a reopened stage goes on after a dashed line, labelled with the round it belongs
+  to (``round_labels``: the run's curves count its own reopens, ``data/reader/rounds.json``
+  numbers every round tried, branches included).
 
 Both return a closed ``matplotlib`` figure (a notebook shows it once, as the cell's value).
 Leaves out: training and evaluation (``kbvqa.reader``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbvqa.models.model_card import stages
+from kbvqa.viz.frames import legible_pt
 
 STAGE_TITLES = {"vision": "1. vision tower (classifier)", "naming": "2. LoRA + connector: naming",
                 "mixture": "3. LoRA + connector: task mixture"}
@@ -71,27 +74,41 @@ def _round_offsets(points) -> dict:
     return offsets
 
 
-def draw_reader_curves(state: dict, width: float = 12.0):
-    """Training loss and test-split checks of each stage in ``state`` (``curves.json`` of a run);
-    a stage trained again after a reopen goes on to the right of a dashed line."""
+CHECK_COLOURS = {"vision_entity_acc": "tab:purple", "naming_acc": "tab:blue", "tf_gold_passage": "tab:orange",
+                 "tf_10_passages": "tab:green"}
+
+
+def draw_reader_curves(state: dict, width: float = 7.6, round_labels: dict | None = None):
+    """Training loss and test-split checks of each stage in ``state`` (``curves.json`` of a run),
+    one panel per stage, stacked, with one legend of the checks under them; a stage trained again
+    after a reopen goes on to the right of a dashed line labelled ``round_labels[r]`` for the run's
+    ``r``-th reopen (default "reopen r"), in a band above the data. Every text is at least
+    ``frames.legible_pt(width)``."""
     import matplotlib.pyplot as plt
 
     stages = [s for s in STAGE_TITLES if any(c["stage"] == s for c in state["curves"])]
     if not stages:
         raise ValueError("the training state has no curve points")
-    fig, axes = plt.subplots(1, len(stages), figsize=(width, 3.6), squeeze=False)
-    for ax, stage in zip(axes[0], stages):
+    small = max(7.0, legible_pt(width))
+    headroom = 1.25                      # the top fifth of each panel holds the round labels
+    fig, axes = plt.subplots(len(stages), 1, figsize=(width, 2.7 * len(stages) + 0.5), squeeze=False)
+    handles = {}
+    for ax, stage in zip(axes[:, 0], stages):
         points = [c for c in state["curves"] if c["stage"] == stage]
         offsets = _round_offsets(points)
         steps = [c["step"] + offsets[c.get("round", 0)] for c in points]
         window = max(1, len(points) // 40)
-        ax.plot(steps, _smooth([c["loss"] for c in points], window), color="tab:blue", lw=1.2)
-        ax.set(title=STAGE_TITLES[stage], xlabel="step", ylabel="training loss")
+        loss = _smooth([c["loss"] for c in points], window)
+        ax.plot(steps, loss, color="0.45", lw=1.0)
+        low, high = float(min(0.0, loss.min())), float(loss.max())
+        ax.set_ylim(low, low + (high - low) * headroom)
+        ax.set(title=STAGE_TITLES[stage], xlabel="step (this stage, all rounds)", ylabel="training loss (grey)")
         for r in sorted(offsets)[1:]:
             start = min(c["step"] for c in points if c.get("round", 0) == r) + offsets[r]
             ax.axvline(start, color="grey", ls="--", lw=0.8)
-            ax.annotate(f"reopened (round {r})", (start, 1.0), xycoords=("data", "axes fraction"),
-                        fontsize=7, color="grey", ha="left", va="top")
+            label = (round_labels or {}).get(r, f"reopen {r}")
+            ax.annotate(label, (start, 0.985), xycoords=("data", "axes fraction"), fontsize=small,
+                        color="0.25", ha="left", va="top", xytext=(2, 0), textcoords="offset points")
         checks = [e for e in state.get("evals", []) if e["stage"] == stage]
         keys = [k for k in CHECK_LABELS if any(k in e for e in checks)]
         if keys:
@@ -99,10 +116,14 @@ def draw_reader_curves(state: dict, width: float = 12.0):
             for key in keys:
                 rows = [e for e in checks if key in e]
                 xs = [e["step"] + offsets.get(e.get("round", 0), 0) for e in rows]
-                twin.plot(xs, [e[key] for e in rows], marker="o", ms=3, label=CHECK_LABELS[key])
-            twin.set(ylim=(-0.02, 1.02), ylabel="share right (test split)")
-            twin.legend(fontsize=8, loc="center right")
-    fig.tight_layout()
+                (line,) = twin.plot(xs, [e[key] for e in rows], marker="o", ms=3, color=CHECK_COLOURS[key],
+                                    label=CHECK_LABELS[key])
+                handles.setdefault(key, line)
+            twin.set(ylim=(-0.02, 1.02 * headroom), yticks=[0, 0.25, 0.5, 0.75, 1.0], ylabel="share right (test)")
+    if handles:
+        fig.legend(list(handles.values()), [CHECK_LABELS[k] for k in handles], loc="lower center", ncol=2,
+                   fontsize=max(8.0, small), frameon=False)
+    fig.tight_layout(rect=(0, 0.045 if handles else 0, 1, 1))
     plt.close(fig)
     return fig
 
