@@ -26,6 +26,10 @@ MIN_FIGURES = {"00_toy_world": 4, "01_models": 1, "02_data_and_scoring": 5, "10_
                "30_end_to_end": 3, "31_paper_vs_ours": 2, "A1_reader_training": 1}
 
 
+# A folder of the machine that built the page, in a cell's output (stderr warnings, printed paths).
+MACHINE_PATH = r"(?:/home/|/root/|/work/|/tmp/|/opt/|/usr/lib/|\.venv/)[\w./-]*"
+
+
 def _toc_files():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]]
@@ -180,6 +184,9 @@ def test_chapter_page_rendered(nb_path):
     assert "solution" in page and "dropdown" in page
     assert "colab.research.google.com" in page, "Colab launch button missing"
     assert "KBVQA_SOURCE" in page, "the install cell is on the page, collapsed (hide-cell, tools.first_cell)"
+    outputs = " ".join(re.findall(r'<div class="cell_output.*?</div>\s*</div>', page, flags=re.S))
+    machine = sorted(set(re.findall(MACHINE_PATH, outputs)))
+    assert not machine, f"an output shows this machine's paths (kbvqa.config.short_warning_paths): {machine[:5]}"
     text = re.sub(r"<[^>]+>", "", page)
     assert not re.search(r"\bexercises?\s+exercise\b", text, re.I), "a cross-reference reads 'exercise Exercise N'"
     assert "it/s]" not in page, "a progress bar was rendered (the build sets KBVQA_PROGRESS=0)"
