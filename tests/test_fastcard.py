@@ -91,3 +91,24 @@ def test_a_stopped_card_evaluation_resumes_at_the_pass_it_had_not_finished():
 
     again = evaluate_card(Shell(), world, n=2, image_size=56, steps=json.loads(saved[-1]))
     assert json.dumps(again, default=_plain, sort_keys=True) == json.dumps(first, default=_plain, sort_keys=True)
+
+
+def test_a_committed_bf16_evaluation_is_compared_on_a_machine_without_bf16(tmp_path, monkeypatch):
+    import json
+
+    from kbvqa.models import loading
+    from kbvqa.reader import fastcard
+
+    monkeypatch.setattr(loading, "computes_bf16", lambda device: False)
+    outcomes = {"kbvqa_gold_passage_acc": [True, True, False, True], "critic_p_yes": [0.1, 0.9, 0.5, 0.4]}
+    for name, path in (("bf16-shared-n4.json", ["bf16", True]), ("fp32-n4.json", ["fp32", False])):
+        (tmp_path / name).write_text(json.dumps({"n_queries": 4, "path": path, "outcomes": outcomes,
+                                                 "kbvqa_gold_passage_acc": 0.75}))
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({"evaluation": {"kbvqa_gold_passage_acc": 0.75}}))
+    comparison = fastcard.main(["--precision", "bf16", "--n", "4", "--work", str(tmp_path), "--card", str(card)])
+    assert comparison["accepted"] and json.loads(card.read_text())["evaluation_fast"]["bf16+shared_prefix"]
+    assert "accepted" in (tmp_path / "comparison.md").read_text()
+    (tmp_path / "bf16-shared-n4.json").unlink()                # nothing finished: bf16 must run here
+    with pytest.raises(ValueError, match="computes_bf16"):
+        fastcard.main(["--precision", "bf16", "--n", "4", "--work", str(tmp_path), "--card", str(card)])

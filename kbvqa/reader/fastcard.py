@@ -106,6 +106,15 @@ def comparison_markdown(card: dict) -> str:
     return "\n".join(out) if out else "No fast path has been measured on the whole card yet.\n"
 
 
+def _finished(path: Path, precision: str, share_prefix: bool, n: int) -> bool:
+    """Whether ``path`` holds a finished evaluation of that path and size (a committed bf16 evaluation
+    is read back on a machine that could not compute it: only fp32 is left to run there)."""
+    if not path.exists():
+        return False
+    cached = json.loads(path.read_text())
+    return cached.get("n_queries") == n and cached.get("path") == [precision, share_prefix]
+
+
 def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads: int) -> dict:
     """The card evaluated on one path, read back from ``path`` when a previous run finished it."""
     import torch
@@ -116,10 +125,8 @@ def _evaluation(path: Path, precision: str, share_prefix: bool, n: int, threads:
     from kbvqa.reader.card import evaluate_card
     from kbvqa.reader.ship import load_reader
 
-    if path.exists():
-        cached = json.loads(path.read_text())
-        if cached.get("n_queries") == n and cached.get("path") == [precision, share_prefix]:
-            return cached
+    if _finished(path, precision, share_prefix, n):
+        return json.loads(path.read_text())
     torch.set_num_threads(threads)
     start = time.perf_counter()
     partial = path.with_suffix(".steps.json")       # the passes a stopped run finished
@@ -179,8 +186,10 @@ def main(argv=None) -> dict:
         parser.error("--n and --threads must be positive")
     import torch
 
-    precision = resolve_precision(args.precision, torch.device("cpu"))
     share = not args.no_share_prefix
+    precision = args.precision if args.precision != "auto" else resolve_precision("auto", torch.device("cpu"))
+    if not _finished(args.work / f"{precision}{'-shared' if share else ''}-n{args.n}.json", precision, share, args.n):
+        precision = resolve_precision(precision, torch.device("cpu"))    # bf16 needs the hardware to run it
     # The fast path first: it may need this machine (bf16 only where computes_bf16); fp32 runs anywhere.
     fast = _evaluation(args.work / f"{precision}{'-shared' if share else ''}-n{args.n}.json", precision, share,
                        args.n, args.threads)
