@@ -124,7 +124,8 @@ def render_markdown(results: dict) -> str:
         if own:                                    # rerun alone (--merge): its own date and commit
             lines += [f"Rerun alone {own.get('date_utc', '?')} at commit `{str(own.get('commit', '?'))[:10]}`"
                       + (" (uncommitted changes)" if own.get("dirty") else "")
-                      + f", reader `{own.get('reader', '?')}`, on {own.get('cpu', '?')}.", ""]
+                      + (f", reader `{own['reader']}`" if own.get("reader") else "")
+                      + (f", on {own['cpu']}" if own.get("cpu") else "") + ".", ""]
         if bench.get("args"):                     # sizes other than its defaults (run_all --args / --quick)
             lines += [f"Sizes: `{_cell(' '.join(bench['args']))}`.", ""]
         if bench.get("error"):

@@ -104,14 +104,16 @@ def test_a_benchmark_run_with_other_sizes_says_them():
 def test_a_benchmark_rerun_alone_replaces_only_its_own_rows():
     old = _fake_results()
     names = list(old["benchmarks"])
-    rerun = {"provenance": {**old["provenance"], "commit": "fedcba9876543210", "date_utc": "2030-01-01", "dirty": False},
+    rerun = {"provenance": {**old["provenance"], "commit": "fedcba9876543210", "date_utc": "2030-01-01", "dirty": False,
+                            "reader": "87914057b0c95a6e"},
              "benchmarks": {names[0]: {"title": names[0], "seconds": 2.0, "rows": [], "error": ""}}}
     merged = merge_results(old, rerun)
     assert list(merged["benchmarks"]) == names and merged["provenance"] == old["provenance"]
     assert merged["benchmarks"][names[0]]["provenance"]["commit"] == "fedcba9876543210"
     assert all(merged["benchmarks"][n] == old["benchmarks"][n] for n in names[1:])
     md = render_markdown(merged)
-    assert md.count("Rerun alone 2030-01-01 at commit `fedcba9876`.") == 1 and "commit `0123456789`" in md
+    assert md.count("Rerun alone 2030-01-01 at commit `fedcba9876`, reader `87914057b0c95a6e`, on Fake CPU.") == 1
+    assert "commit `0123456789`" in md
     with pytest.raises(ValueError):
         merge_results(old, {"benchmarks": {}})
 
