@@ -365,3 +365,13 @@ def test_a_bad_value_is_a_usage_error_that_writes_nothing(module, argv, capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "usage:" in err and f"argument {argv[0]}" in err
     assert after == before
+
+
+def test_a_recorded_command_names_no_machine_folder():
+    from kbvqa.experiments.runs import provenance, relative_command
+
+    command = "python -m kbvqa.experiments.serts_experiment --threads 1 --out /work/main/data/runs_in_progress/serts"
+    assert relative_command(command) == "python -m kbvqa.experiments.serts_experiment --threads 1 --out " \
+                                        "data/runs_in_progress/serts"
+    assert relative_command("python -m x --out data/a") == "python -m x --out data/a"
+    assert provenance(0, model="m", command=command)["command"].endswith("--out data/runs_in_progress/serts")

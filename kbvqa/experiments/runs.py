@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -224,10 +225,20 @@ def stale_tables(made_by: dict[str, dict[str, str]], role_model) -> dict[str, tu
     return out
 
 
+def relative_command(command: str) -> str:
+    """``command`` with every absolute path into the repository's folders written from the repository
+    root (``--out /home/me/kbvqa/data/x`` -> ``--out data/x``): a record names no machine's folders."""
+    return re.sub(r"(?<![\w.])/[^\s'\"]*?/((?:data|notebooks|kbvqa|benchmarks|tools)/)", r"\1", str(command))
+
+
 def provenance(seed: int, vlm=None, model: str | None = None, **extra) -> dict:
     """Commit, seed, date, machine and ``model``: the given name (``kbvqa.models.role_model``, for a
-    run that loads its models itself) or ``model_fingerprint(vlm)``."""
+    run that loads its models itself) or ``model_fingerprint(vlm)``. A ``command`` is recorded with
+    ``relative_command``."""
     import torch
+
+    if "command" in extra:
+        extra["command"] = relative_command(extra["command"])
 
     return {"git_commit": git_commit(), "seed": seed,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
