@@ -29,37 +29,31 @@ from pathlib import Path
 from kbvqa.config import DATA_DIR, REPO_ROOT
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: an int >= 1 (a limit, a count); anything else is a usage error (exit 2)."""
+def _checked(text: str, convert, ok, expected: str):
+    """``convert(text)`` when it parses and ``ok`` holds, else an ``argparse`` usage error (exit 2)
+    saying ``expected ...``."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an int >= 1 (a limit, a count)."""
+    return _checked(text, int, lambda v: v >= 1, "a positive int")
 
 
 def non_negative_int(text: str) -> int:
-    """An ``argparse`` type: an int >= 0 (a seed); anything else is a usage error (exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
-    return value
+    """An ``argparse`` type: an int >= 0 (a seed)."""
+    return _checked(text, int, lambda v: v >= 0, "an int >= 0")
 
 
 def positive_float(text: str) -> float:
-    """An ``argparse`` type: a finite number > 0 (minutes, a budget); anything else is a usage error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (0 < value < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
+    """An ``argparse`` type: a finite number > 0 (minutes, a budget)."""
+    return _checked(text, float, lambda v: 0 < v < float("inf"), "a positive number")
 
 
 def read_json(path) -> dict:
