@@ -206,15 +206,21 @@ def progress_enabled(progress: bool = True) -> bool:
 
 
 def short_path(path: str) -> str:
-    """``path`` without the machine's part: after ``site-packages/``, relative to the repository, or
-    the file name alone."""
+    """``path`` without the machine's part: after ``site-packages/``, relative to the repository,
+    ``../``-relative beside it (the shared samples and papers), or the file name alone."""
     text = str(path)
     if "site-packages/" in text:
         return text.rsplit("site-packages/", 1)[1]
     try:
-        return str(Path(text).resolve().relative_to(REPO_ROOT))
-    except (ValueError, OSError):
+        resolved = Path(text).resolve()
+    except (OSError, RuntimeError):
         return Path(text).name
+    for base, prefix in ((REPO_ROOT, ""), (REPO_ROOT.parent, "../")):
+        try:
+            return prefix + str(resolved.relative_to(base))
+        except ValueError:
+            continue
+    return Path(text).name
 
 
 def short_warning_paths() -> None:

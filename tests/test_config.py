@@ -178,6 +178,7 @@ def test_the_book_prints_warnings_without_machine_paths(monkeypatch):
 
     assert short_path("/opt/venv/lib/python3.11/site-packages/transformers/utils/x.py") == "transformers/utils/x.py"
     assert short_path(str(REPO_ROOT / "kbvqa" / "config.py")) == "kbvqa/config.py"
+    assert short_path(str(REPO_ROOT.parent / "shared" / "data-samples" / "vsr")) == "../shared/data-samples/vsr"
     assert short_path("/somewhere/else/module.py") == "module.py"
     monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
     short_warning_paths()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kbvqa.config import REPO_ROOT
+from kbvqa.config import REPO_ROOT, short_path
 from kbvqa.data import real_evqa, real_infoseek, real_nonreasoning, real_reasoning
 from kbvqa.data.datasets import dataset_info, load_dataset
 from kbvqa.data.real_common import DatasetNotAvailable
@@ -93,7 +93,8 @@ class Picked:
     notes: list[str]                # why earlier sources were skipped
 
     def __str__(self) -> str:
-        why = f"{self.root}" if self.root else "; ".join(self.notes)
+        # the folder as the page may show it: no machine's part (kbvqa.config.short_path)
+        why = f"{short_path(self.root.parent)}/{self.root.name}" if self.root else "; ".join(self.notes)
         return f"{self.name}: {len(self.queries)} queries from {self.source} ({why})"
 
 
