@@ -236,6 +236,34 @@ def test_tiny_model_search_on_toy_literature_is_repeatable():
     assert all(n.query for r in a for n in r.nodes[1:])
 
 
+def test_shared_prefix_grades_and_proposals_equal_the_plain_ones():
+    """Issue 49, item 2: the grader's rubric and the proposer's instructions come before the question,
+    so a step's prompts share their opening; prefilling it once gives the same greedy text."""
+    import torch
+
+    from kbvqa.config import get_profile
+    from kbvqa.data.toyworld import get_world
+    from kbvqa.models.checkpoints import load_vlm
+    from kbvqa.models.pretrain_mc_lit import lit_question_split
+    from kbvqa.serts.evaluate import toy_literature_task
+    from kbvqa.serts.prompts import evaluator_prompt, proposer_prompt, vlm_generator
+
+    torch.set_num_threads(1)
+    try:
+        vlm = load_vlm("searcher", profile=get_profile("cpu"))
+    except (FileNotFoundError, OSError) as err:   # the shipped reader is missing
+        pytest.skip(f"no reader: {err}")
+    world = get_world(0)
+    questions = [q.question for q in lit_question_split(world)[1][:3]]
+    retrieve, doc_text = toy_literature_task(world)
+    prompts = [evaluator_prompt(q, [doc_text(d) for d in retrieve(q, 3)]) for q in questions]
+    prompts += [proposer_prompt(q, [], []) for q in questions]
+    plain = vlm_generator(vlm, max_new_tokens=12, temperature=0.0)(prompts)
+    shared = vlm_generator(vlm, max_new_tokens=12, temperature=0.0, share_prefix=True)(prompts)
+    assert shared == plain
+    assert len({text for text, _ in plain}) > 1                     # not one degenerate answer
+
+
 def test_scripted_models_make_the_search_beat_bm25():
     from kbvqa.data.toyworld import get_world
     from kbvqa.models.pretrain_mc_lit import lit_question_split, rubric_score

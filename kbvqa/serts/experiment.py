@@ -62,6 +62,8 @@ class ExperimentConfig:
     include_prob: float = 0.5     # scripted proposer: chance to add each synonym
     off_topic_prob: float = 0.2   # scripted proposer: chance of an off-topic query
     short_prompts: bool = True    # the records' model is the cpu profile's in every profile, so are its prompts
+    share_prefix: bool = False    # proposer / grader prompts prefill their common opening once (the rubric,
+                                  # Tab. 1/2's instructions; kbvqa.models.prefix); off: the committed runs' path
 
     def __post_init__(self):
         if self.scripted_n < 1 or self.model_n < 0 or self.chunk < 1 or not self.seeds:
@@ -74,7 +76,8 @@ def make_models(setup: str, world, vlm, seed: int, config: ExperimentConfig):
     if setup == "scripted":
         return noisy_reformulator(world, config.include_prob, config.off_topic_prob, seed), rubric_evaluator(world)
     if setup == "model":
-        gen = vlm_generator(vlm, config.max_new_tokens, config.temperature, seed=seed)
+        gen = vlm_generator(vlm, config.max_new_tokens, config.temperature, seed=seed,
+                            share_prefix=config.share_prefix)
         return gen, gen
     raise ValueError(f"setup must be one of {SETUPS}, got {setup!r}")
 

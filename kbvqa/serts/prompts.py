@@ -106,10 +106,12 @@ def parse_evaluator_output(text: str, missing_score: int = 0) -> EvaluatorOutput
 
 
 def vlm_generator(vlm, max_new_tokens: int = 96, temperature: float = 0.7, seed: int = 0,
-                  batch_size: int = 8) -> Generator:
+                  batch_size: int = 8, share_prefix: bool = False) -> Generator:
     """``prompts -> [(text, tokens)]`` with ``vlm.generate``; call i uses seed ``seed + i`` (repeatable).
 
-    Temperature 0.7 as SeRTS App. C.2; ``temperature=0`` means greedy decoding here."""
+    Temperature 0.7 as SeRTS App. C.2; ``temperature=0`` means greedy decoding here. ``share_prefix``:
+    consecutive prompts with a common opening (the grader's rubric and the proposer's instructions come
+    before the question) prefill it once; the same text up to floating-point noise."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0:
@@ -120,6 +122,8 @@ def vlm_generator(vlm, max_new_tokens: int = 96, temperature: float = 0.7, seed:
         if not prompts:
             return []
         kwargs = ({"temperature": temperature} if temperature > 0 else {"top_k": 1})
+        if share_prefix:
+            kwargs["share_prefix"] = True
         out = vlm.generate(list(prompts), n=1, max_new_tokens=max_new_tokens, seed=seed + calls[0],
                            batch_size=batch_size, details=True, **kwargs)
         calls[0] += 1

@@ -69,6 +69,8 @@ def _resume_key(header: dict) -> dict:
     """``header`` without the sizes ``RESUME_IGNORES`` (JSON-normalised: tuples come back as lists)."""
     key = json.loads(json.dumps(header))
     key["config"] = {k: v for k, v in key.get("config", {}).items() if k not in RESUME_IGNORES}
+    if not key["config"].get("share_prefix", False):   # runs made before the option resume under it
+        key["config"].pop("share_prefix", None)
     return key
 
 
@@ -119,13 +121,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, default=list(ExperimentConfig.seeds))
     parser.add_argument("--chunk", type=positive_int, default=ExperimentConfig.chunk,
                         help="questions searched together")
+    parser.add_argument("--share-prefix", action="store_true",
+                        help="prefill the proposer's and grader's common opening once (same text up to "
+                             "floating-point noise; off for the committed runs)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     apply_plan(args, args.out, parser, rows_attr="methods", limit_attr="model_n")     # plan.json's sizes
     torch.set_num_threads(args.threads)
     seed_everything(0)
     config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n, seeds=tuple(args.seeds),
-                     chunk=args.chunk)
+                     chunk=args.chunk, share_prefix=args.share_prefix)
     methods = tuple(m for m in METHODS if m.name in args.methods)
     world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
     t0, runs, times, configs = time.perf_counter(), {}, {}, {}
