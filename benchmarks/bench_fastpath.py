@@ -31,8 +31,9 @@ from _timing import best_of, print_rows, row
 from bench_reader import copy_bandwidth
 
 
-def _positions(vlm, prompts, batch_size: int) -> tuple[int, int]:
-    """(token positions the plain batched path computes, positions the shared-prefix path computes)."""
+def _positions(vlm, prompts, batch_size: int, suffix_pictures: bool = False) -> tuple[int, int]:
+    """(token positions the plain batched path computes, positions the shared-prefix path computes);
+    ``suffix_pictures``: as generation groups prompts (pictures may follow the shared run)."""
     from kbvqa.models.chat import normalise_prompts
     from kbvqa.models.prefix import _image_token_ids, prefix_groups
 
@@ -41,7 +42,7 @@ def _positions(vlm, prompts, batch_size: int) -> tuple[int, int]:
     plain = sum(len(chunk) * max(chunk) for chunk in (lengths[s:s + batch_size]
                                                       for s in range(0, len(lengths), batch_size)))
     shared = 0
-    for length, members in prefix_groups(items, _image_token_ids(vlm)):
+    for length, members in prefix_groups(items, _image_token_ids(vlm), suffix_pictures=suffix_pictures):
         suffixes = sorted(lengths[i] - length for i in members)
         shared += length + sum(len(c) * max(c) for c in (suffixes[s:s + batch_size]
                                                          for s in range(0, len(suffixes), batch_size)))
