@@ -30,7 +30,23 @@ def test_auto_and_bf16_follow_the_hardware(monkeypatch):
     with pytest.raises(ValueError, match=r"computes_bf16\(cpu\) is False.*use fp32"):
         P.resolve_precision("bf16", cpu)
     monkeypatch.setattr(loading, "computes_bf16", lambda device: True)
+    monkeypatch.setattr(P, "accepted_fast_paths", lambda card=None: {"bf16"})
     assert P.resolve_precision("auto", cpu) == "bf16" == P.resolve_precision("bf16", cpu)
+    monkeypatch.setattr(P, "accepted_fast_paths", lambda card=None: set())   # the card refused it: not used
+    assert P.resolve_precision("auto", cpu) == "fp32" and P.resolve_precision("bf16", cpu) == "bf16"
+
+
+def test_the_card_says_which_fast_paths_passed(tmp_path):
+    import json
+
+    card = tmp_path / "card.json"
+    assert P.accepted_fast_paths(card) == set()                             # no card: nothing accepted
+    card.write_text("not json")
+    assert P.accepted_fast_paths(card) == set()
+    card.write_text(json.dumps({"evaluation_fast": {
+        "bf16+shared_prefix": {"precision": "bf16", "accepted": True},
+        "int8w": {"precision": "int8w", "accepted": False}}}))
+    assert P.accepted_fast_paths(card) == {"bf16"}
 
 
 def test_int8_weight_linear_equals_its_dequantised_reference():

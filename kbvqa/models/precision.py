@@ -12,8 +12,10 @@
   channel; ``torch._weight_int8pack_mm``, the kernel torchao's int8 weight-only mode uses on a CPU).
   Activations stay in the model's float dtype, unlike dynamic int8 (which quantises activations too
   and breaks this 135M reader: 0.225 gold-passage accuracy against 1.00, issue 49).
-- ``auto``: bf16 where ``computes_bf16``, else fp32. It never picks int8w: on the AVX2 machine where it
-  was measured the int8 kernel is slower than an fp32 matmul (``benchmarks/bench_precision.py``).
+- ``auto``: bf16 where ``computes_bf16`` *and* the reader's card accepts the bf16 path (item 4:
+  ``card.json["evaluation_fast"]``, written by ``python -m kbvqa.reader.fastcard``; ``accepted_fast_paths``),
+  else fp32: a path that fails the accuracy condition is not used. It never picks int8w: its int8
+  kernel is slower than an fp32 matmul on every machine measured (``data/benchmarks/results.json``).
 
 Only inference uses this: a policy being trained keeps fp32 and unmerged adapters (``load_reader``
 refuses another precision with ``merge=False``). The precision travels with the model string
@@ -32,6 +34,7 @@ import torch
 from kbvqa.experiments.runs import precision_suffix
 
 __all__ = ["DEFAULT_PRECISION", "PRECISIONS", "PRECISION_ENV", "Int8WeightLinear", "PackedBF16Linear",
+           "accepted_fast_paths",
            "apply_precision", "contiguous_head_input", "onednn_packs_bf16", "pack_bf16_linears", "precision_suffix",
            "quantise_int8_weights", "requested_precision", "resolve_precision"]
 
@@ -50,14 +53,32 @@ def requested_precision(value: str | None = None) -> str:
     return value
 
 
+def accepted_fast_paths(card: str | os.PathLike | None = None) -> set[str]:
+    """The precisions whose fast path passed the accuracy condition on the whole card (issue 49,
+    item 4): ``evaluation_fast`` entries of the reader's ``card.json`` with ``accepted`` true. An absent
+    card or entry accepts nothing (``auto`` then stays at fp32)."""
+    import json
+    from pathlib import Path
+
+    from kbvqa.config import DATA_DIR
+
+    path = Path(card) if card is not None else DATA_DIR / "reader" / "card.json"
+    try:
+        entries = json.loads(path.read_text()).get("evaluation_fast", {})
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {e.get("precision") for e in entries.values() if isinstance(e, dict) and e.get("accepted") is True}
+
+
 def resolve_precision(value: str | None, device: torch.device) -> str:
     """The concrete precision (``fp32``, ``bf16`` or ``int8w``) for ``device``: ``auto`` picks bf16 where
-    ``computes_bf16`` and fp32 elsewhere; bf16 where the hardware only emulates it raises."""
+    ``computes_bf16`` and the card accepts it (``accepted_fast_paths``), fp32 elsewhere; bf16 where the
+    hardware only emulates it raises."""
     from kbvqa.models.loading import computes_bf16
 
     value = requested_precision(value)
     if value == "auto":
-        return "bf16" if computes_bf16(device) else "fp32"
+        return "bf16" if computes_bf16(device) and "bf16" in accepted_fast_paths() else "fp32"
     if value == "bf16" and not computes_bf16(device):
         raise ValueError(f"{PRECISION_ENV}=bf16, but computes_bf16({device}) is False: this {device.type} only "
                          "emulates bfloat16, far slower than float32; use fp32 (or auto)")

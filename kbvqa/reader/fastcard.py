@@ -187,7 +187,11 @@ def main(argv=None) -> dict:
     import torch
 
     share = not args.no_share_prefix
-    precision = args.precision if args.precision != "auto" else resolve_precision("auto", torch.device("cpu"))
+    from kbvqa.models.loading import computes_bf16
+
+    # auto: the path this hardware could use (auto's own choice waits for this very comparison)
+    hardware = "bf16" if computes_bf16(torch.device("cpu")) else "fp32"
+    precision = args.precision if args.precision != "auto" else hardware
     if not _finished(args.work / f"{precision}{'-shared' if share else ''}-n{args.n}.json", precision, share, args.n):
         precision = resolve_precision(precision, torch.device("cpu"))    # bf16 needs the hardware to run it
     # The fast path first: it may need this machine (bf16 only where computes_bf16); fp32 runs anywhere.
