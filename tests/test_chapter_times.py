@@ -75,3 +75,25 @@ def test_cell_seconds_reads_nbclient_timestamps_slowest_first():
     nb.cells = [nbformat.v4.new_markdown_cell("# a"), cell("2026-12-07T10:00:03Z", "2026-12-07T10:00:03.100000Z"),
                 cell("2026-12-07T10:00:00.000000Z", "2026-12-07T10:00:02.500000Z"), nbformat.v4.new_code_cell("x")]
     assert cell_seconds(nb) == [(2, 2.5), (1, 0.1)]
+
+
+def test_background_load_runs_and_stops_its_loops():
+    with chapter_times.background_load(1) as load:
+        assert len(load.procs) == 1 and load.procs[0].poll() is None       # running
+    assert load.procs[0].poll() is not None                                # stopped on exit
+    with pytest.raises(ValueError, match="--background"):
+        chapter_times.background_load(-1)
+
+
+def test_cells_over_the_limit_under_load_are_listed():
+    record = {"chapters": [{"name": "10_a", "slowest_cells": [[3, 151.0], [4, 20.0]]},
+                           {"name": "11_b", "slowest_cells": [[1, 149.9]]}]}
+    assert chapter_times.over_limit(record) == [("10_a", 3, 151.0)]
+
+
+def test_background_needs_measure_and_every_chapter(capsys):
+    for argv in (["--background", "2"], ["--measure", "--only", "00_toy_world", "--background", "2"],
+                 ["--measure", "--background", "-1"]):
+        with pytest.raises(SystemExit) as err:
+            chapter_times.main(argv)
+        assert err.value.code == 2

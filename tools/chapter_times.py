@@ -13,6 +13,11 @@ checkpoints a chapter loads, their bf16 download and the chapter's peak memory),
 ``data/benchmarks/gpu_smoke.json`` when a GPU smoke run exists. A test holds the README's table
 equal to what ``readme_table`` makes of the committed records.
 
+``--background N`` measures under load (issue 50): N other processes, each a numpy matmul loop on one
+thread (``OMP_NUM_THREADS=1``), run beside the chapters, and the record goes to
+``data/benchmarks/chapters_under_load.json`` with the load averages, so that a chapter near its budget
+on idle cores shows what a busy machine makes of it (the goal there: no cell over 150 s).
+
 Leaves out: executing notebooks (``nb_execute``), the gpu smoke run (``gpu_smoke``), speed
 benchmarks (``benchmarks/``).
 """
@@ -26,8 +31,12 @@ import platform
 import subprocess
 from pathlib import Path
 
+from kbvqa.experiments.runs import non_negative_int
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "data" / "benchmarks" / "chapters.json"
+LOADED_RECORD = ROOT / "data" / "benchmarks" / "chapters_under_load.json"
+CELL_LIMIT_UNDER_LOAD = 150          # seconds: issue 50's bound on any one cell beside the background load
 SMOKE = ROOT / "data" / "benchmarks" / "gpu_smoke.json"
 README = ROOT / "README.md"
 START, END = "<!-- chapters:start -->", "<!-- chapters:end -->"
@@ -52,6 +61,39 @@ def measure(notebooks=None) -> dict:
         "platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
         "torch": torch.__version__, "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()]}}
+
+
+LOAD_LOOP = "import numpy as np\na = np.random.rand(512, 512)\nwhile True:\n    a = np.tanh(a @ a)"
+
+
+class background_load:
+    """``with background_load(n):`` runs ``n`` single-threaded numpy matmul loops (the load of issue 50)
+    and stops them on exit, whatever happened inside."""
+
+    def __init__(self, n: int):
+        if n < 0:
+            raise ValueError(f"--background must be >= 0, got {n}")
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        import sys
+
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self.procs = [subprocess.Popen([sys.executable, "-c", LOAD_LOOP], env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        return False
+
+
+def over_limit(record: dict, limit: float = CELL_LIMIT_UNDER_LOAD) -> list[tuple[str, int, float]]:
+    """``[(chapter, cell index, seconds)]`` of the cells slower than ``limit`` in ``record``."""
+    return [(c["name"], int(i), float(t)) for c in record["chapters"] for i, t in c.get("slowest_cells", [])
+            if t > limit]
 
 
 def merge(record: dict, remeasured: dict) -> dict:
@@ -129,9 +171,25 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="+", metavar="CHAPTER", default=None,
                         help="with --measure: re-execute these chapters (notebook stems) and merge their rows")
     parser.add_argument("--readme", action="store_true", help="rewrite the README's table from the records")
+    parser.add_argument("--background", type=non_negative_int, default=0, metavar="N",
+                        help="with --measure: N single-threaded numpy loops run beside the chapters; the "
+                             f"record goes to {LOADED_RECORD.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     if args.only and not args.measure:
         parser.error("--only needs --measure")
+    if args.background and not args.measure:
+        parser.error("--background needs --measure")
+    if args.background and args.only:
+        parser.error("--background measures every chapter: leave out --only")
+    if args.measure and args.background:
+        with background_load(args.background):
+            record = measure()
+        record["provenance"]["background"] = {"processes": args.background, "loop": LOAD_LOOP,
+                                              "cell_limit_s": CELL_LIMIT_UNDER_LOAD,
+                                              "cells_over_limit": over_limit(record)}
+        LOADED_RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        print(json.dumps(record["provenance"]["background"]))
+        return
     if args.measure and args.only:
         from tools.nb_execute import book_notebooks
 
