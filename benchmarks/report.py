@@ -95,6 +95,48 @@ def _reader() -> str:
         return "unknown"
 
 
+def reader_at(commit: str) -> str | None:
+    """The reader fingerprint of the tensor files committed at ``commit`` (the same sha256 as
+    ``reader_fingerprint``, read from git's blobs), or None when git cannot show them there."""
+    import hashlib
+
+    from kbvqa.reader.ship import READER_DIR, TENSOR_FILES
+
+    h, rel = hashlib.sha256(), READER_DIR.relative_to(ROOT)
+    for name in TENSOR_FILES:
+        try:
+            blob = subprocess.run(["git", "show", f"{commit}:{rel.as_posix()}/{name}"], cwd=ROOT,
+                                  capture_output=True, timeout=60, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        h.update(blob)
+    return h.hexdigest()[:16]
+
+
+def benchmark_reader(results: dict, name: str) -> str | None:
+    """The reader a benchmark measured: its own provenance's (a rerun alone), else the run's."""
+    own = results["benchmarks"][name].get("provenance") or results.get("provenance", {})
+    return own.get("reader")
+
+
+def backfill_readers(results: dict) -> dict:
+    """``results`` with a ``reader`` added to every provenance that lacks one, computed from the reader
+    files at that provenance's commit (``reader_at``) and marked ``reader_from: "git"``: the runs made
+    before the fingerprint was recorded. A dirty checkout's reader files may have differed from the
+    commit's, which the ``dirty`` flag beside it says."""
+    def fill(prov: dict) -> dict:
+        if prov.get("reader") or not prov.get("commit") or prov.get("commit") == "unknown":
+            return prov
+        reader = reader_at(prov["commit"])
+        return {**prov, "reader": reader, "reader_from": "git"} if reader else prov
+
+    out = {**results, "provenance": fill(results.get("provenance", {})), "benchmarks": {}}
+    for name, bench in results["benchmarks"].items():
+        own = bench.get("provenance")
+        out["benchmarks"][name] = {**bench, "provenance": fill(own)} if own else bench
+    return out
+
+
 def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -165,3 +207,15 @@ def write_results(results: dict, out_dir: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
     md_path.write_text(render_markdown(results), encoding="utf-8")
     return json_path, md_path
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Rewrite data/benchmarks/results.{json,md} from results.json.")
+    parser.add_argument("--backfill-reader", action="store_true",
+                        help="add the reader fingerprint, from git, to provenances made before it was recorded")
+    args = parser.parse_args()
+    path = ROOT / "data" / "benchmarks" / "results.json"
+    results = json.loads(path.read_text())
+    write_results(backfill_readers(results) if args.backfill_reader else results, path.parent)

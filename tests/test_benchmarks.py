@@ -150,3 +150,51 @@ def test_sizes_for_one_benchmark_are_parsed_and_bad_ones_refused():
     for bad in (["rcts"], ["nope=--queries 2"], ["=--queries 2"]):
         with pytest.raises(ValueError, match="NAME=ARGS"):
             parse_sizes(bad)
+
+
+def test_the_reader_at_a_commit_is_the_fingerprint_of_its_files():
+    import subprocess
+
+    from report import reader_at
+
+    from kbvqa.reader.ship import reader_fingerprint
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BENCH.parent, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    dirty = subprocess.run(["git", "status", "--porcelain", "data/reader"], cwd=BENCH.parent,
+                           capture_output=True, text=True).stdout
+    if "safetensors" in dirty:
+        pytest.skip("the reader's tensor files differ from HEAD's")
+    assert reader_at(head.stdout.strip()) == reader_fingerprint()
+    assert reader_at("0" * 40) is None                                    # no such commit
+
+
+def test_backfill_adds_the_reader_only_where_missing(monkeypatch):
+    import report
+
+    monkeypatch.setattr(report, "reader_at", lambda commit: f"reader-of-{commit[:3]}")
+    results = {"provenance": {"commit": "abc123"},
+               "benchmarks": {"a": {"rows": []},
+                              "b": {"rows": [], "provenance": {"commit": "def456", "reader": "kept"}},
+                              "c": {"rows": [], "provenance": {"commit": "unknown"}}}}
+    out = report.backfill_readers(results)
+    assert out["provenance"] == {"commit": "abc123", "reader": "reader-of-abc", "reader_from": "git"}
+    assert report.benchmark_reader(out, "a") == "reader-of-abc"             # the run's provenance
+    assert report.benchmark_reader(out, "b") == "kept"                      # its own, untouched
+    assert report.benchmark_reader(out, "c") is None                        # nothing to read it from
+    assert "reader" not in results["provenance"]                            # the input is not changed
+
+
+def test_every_committed_benchmark_measured_the_shipped_reader():
+    """Issue 51, item 5: a table measured on another reader than the shipped one fails here; rerun it
+    (``python benchmarks/run_all.py --merge --only NAME``)."""
+    from report import ROOT, benchmark_reader
+
+    from kbvqa.reader.ship import reader_fingerprint
+
+    results = json.loads((ROOT / "data" / "benchmarks" / "results.json").read_text())
+    shipped = reader_fingerprint()
+    other = {name: benchmark_reader(results, name) for name in results["benchmarks"]
+             if benchmark_reader(results, name) != shipped}
+    assert not other, f"measured on another reader than {shipped}: {other}"

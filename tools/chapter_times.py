@@ -44,17 +44,25 @@ START, END = "<!-- chapters:start -->", "<!-- chapters:end -->"
 
 def measure(notebooks=None) -> dict:
     """Execute ``notebooks`` (default: the book's, in order) in the cpu profile; the record."""
-    import torch
-
-    from tools.nb_execute import book_environment, book_notebooks, cell_seconds, execute_notebook
+    from tools.nb_execute import book_environment, book_notebooks, execute_notebook
 
     load_before = os.getloadavg()
-    chapters = []
+    runs = []
     with book_environment({"KBVQA_PROFILE": "cpu"}):
         for path in notebooks or book_notebooks():
-            run = execute_notebook(Path(path))
-            chapters.append({"name": Path(path).stem, "seconds": round(run.seconds, 1), "passed": not run.error,
-                             "slowest_cells": [list(c) for c in cell_seconds(run.notebook)[:3]]})
+            runs.append(execute_notebook(Path(path)))
+    return record_of(runs, load_before)
+
+
+def record_of(runs, load_before) -> dict:
+    """The record of executed chapters (``tools.nb_execute.ExecutedNotebook``s, in order), measured from
+    the load average ``load_before`` until now; ``benchmarks/bench_book.py`` writes it from its own run."""
+    import torch
+
+    from tools.nb_execute import cell_seconds
+
+    chapters = [{"name": run.path.stem, "seconds": round(run.seconds, 1), "passed": not run.error,
+                 "slowest_cells": [list(c) for c in cell_seconds(run.notebook)[:3]]} for run in runs]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"chapters": chapters, "provenance": {
         "commit": commit or "unknown", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
