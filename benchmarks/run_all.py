@@ -42,6 +42,7 @@ BENCHMARKS = {
     "prefix": "prefix reuse beyond the critic: SeRTS grades and proposals, MOLT rounds",
     "maxsim": "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply",
     "rcts": "RCTS (MCTS-HR) cost against Vanilla-RAG",
+    "rcts_fast": "RCTS time per question on the reader's fast path",
     "critic": "ReAG critic: batched vs one passage per call",
     "grpo": "GRPO step (ReAG Eq. 6-7): ours vs TRL",
     "molt": "MOLT (App. C): one-pass ladder vs iterative pairwise",
@@ -49,7 +50,7 @@ BENCHMARKS = {
 }
 QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
               "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4 --sweep 1",
-              "prefix": "--questions 2 --tokens 2",
+              "prefix": "--questions 2 --tokens 2", "rcts_fast": "--queries 1",
               "molt": "--queries 1 --repeats 1", "book": "--only 01_models"}
 
 
