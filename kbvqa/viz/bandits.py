@@ -25,6 +25,8 @@ import numpy as np
 from kbvqa.search.uct import OFFICIAL_EPS, UCT_VARIANTS, exploration_term
 from kbvqa.viz.frames import figure_png, frames_html, legible_pt
 
+REGRET_BAND = (10, 90)   # percentiles over seeds of the band drawn around each mean regret curve
+
 VARIANT_STYLE = {  # colour and label of each UCT variant in every figure of the chapter
     "paper": ("#4c72b0", "RCTS paper, Eq. 11"),
     "official": ("#dd8452", "RCTS official code"),
@@ -161,7 +163,7 @@ def exploration_widget(n_parent: int = 50):
 
 def draw_regret_curves(curves: dict, title: str = "cumulative regret (mean over seeds)",
                        log_x: bool = False):
-    """Mean cumulative regret of each policy with its 10-90 % band over seeds."""
+    """Mean cumulative regret of each policy with its ``REGRET_BAND`` (10-90 %) band over seeds."""
     import matplotlib.pyplot as plt
 
     if not curves:
@@ -171,7 +173,7 @@ def draw_regret_curves(curves: dict, title: str = "cumulative regret (mean over 
         runs = np.atleast_2d(np.asarray(runs, dtype=float))
         steps = np.arange(1, runs.shape[1] + 1)
         line, = ax.plot(steps, runs.mean(0), label=f"{label} ({runs.mean(0)[-1]:.0f})")
-        lo, hi = np.percentile(runs, [10, 90], axis=0)
+        lo, hi = np.percentile(runs, REGRET_BAND, axis=0)
         ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
     if log_x:
         ax.set_xscale("log")
