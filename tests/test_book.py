@@ -107,6 +107,24 @@ def test_code_lines_fit_the_column(nb_path):
                       + "\n".join(f"  cell {i} ({len(line)}): {line}" for i, line in long))
 
 
+MODEL_LOADERS = re.compile(r"\b(load_vlm|load_reader|load_tiny_vlm|load_trace_writer)\(")
+
+
+@pytest.mark.parametrize("nb_path", _notebooks(), ids=lambda p: p.name)
+def test_a_chapter_that_loads_a_model_runs_torch_on_one_thread(nb_path):
+    """Issue 50: with torch's default of one thread per core, chapter 01 took 4.6x its idle time beside
+    two busy processes (``data/benchmarks/chapters_under_load.json``), the others about 1.2x: OpenMP's
+    threads wait at every barrier for a sibling the busy machine has descheduled. Every chapter that
+    loads a model sets one thread before it does."""
+    code = ["".join(c["source"]) for c in json.loads(nb_path.read_text())["cells"] if c["cell_type"] == "code"]
+    first_load = next((i for i, src in enumerate(code) if MODEL_LOADERS.search(src)), None)
+    if first_load is None:
+        return                                     # no model: nothing to oversubscribe
+    sets = [i for i, src in enumerate(code) if "torch.set_num_threads(1)" in src]
+    assert sets and sets[0] <= first_load, (
+        f"{nb_path.name}: call torch.set_num_threads(1) before the first model is loaded (code cell {first_load})")
+
+
 # Chapters whose prose numbers are all held by a hidden claims(...) cell or declared given
 # (kbvqa.book_claims); the tuple grows as the paper issues rewrite the other chapters (issue 51).
 CLAIM_CHECKED = ("00_toy_world", "01_models", "02_data_and_scoring", "11_rcts_hybrid_retrieval",
