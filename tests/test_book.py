@@ -113,9 +113,11 @@ MODEL_LOADERS = re.compile(r"\b(load_vlm|load_reader|load_tiny_vlm|load_trace_wr
 @pytest.mark.parametrize("nb_path", _notebooks(), ids=lambda p: p.name)
 def test_a_chapter_that_loads_a_model_runs_torch_on_one_thread(nb_path):
     """Issue 50: with torch's default of one thread per core, chapter 01 took 4.6x its idle time beside
-    two busy processes (``data/benchmarks/chapters_under_load.json``), the others about 1.2x: OpenMP's
-    threads wait at every barrier for a sibling the busy machine has descheduled. Every chapter that
-    loads a model sets one thread before it does."""
+    two busy processes (``tools.chapter_times --background 2`` at commit ee1e150; 193 s, one cell 101 s),
+    the chapters on one thread about 1.2x: OpenMP's threads wait at every barrier for a sibling the busy
+    machine has descheduled. On one thread it takes the same time with or without that load
+    (``data/benchmarks/chapters_under_load.json``). Every chapter that loads a model sets one thread
+    before it does."""
     code = ["".join(c["source"]) for c in json.loads(nb_path.read_text())["cells"] if c["cell_type"] == "code"]
     first_load = next((i for i, src in enumerate(code) if MODEL_LOADERS.search(src)), None)
     if first_load is None:
