@@ -67,3 +67,33 @@ def test_git_commit_outside_a_checkout_reads_kbvqa_commit(tmp_path, monkeypatch)
     assert runs.git_commit() == "unknown"
     monkeypatch.setenv("KBVQA_COMMIT", "0123abc")
     assert runs.git_commit(("data",)) == "0123abc"
+
+
+def test_no_committed_results_file_records_an_unknown_commit(tmp_path):
+    """The book promises a commit beside every result: a committed results file whose run recorded
+    "unknown" has it recovered from git (``commit_from_git``, marked ``git_commit_from: "git"``)."""
+    from kbvqa.experiments.runs import unknown_commits
+
+    assert unknown_commits() == [], "recover each commit with kbvqa.experiments.runs.commit_from_git"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "results.json").write_text(json.dumps({"provenance": {"git_commit": "unknown"}}))
+    (tmp_path / "b.json").write_text(json.dumps({"runs": [{"commit": "0123abc"}]}))
+    assert unknown_commits(tmp_path) == ["a/results.json"]
+
+
+def test_the_recovered_molt_commit_is_the_one_that_added_its_results():
+    """molt/results.json's run recorded "unknown": its commit is the first that holds its date."""
+    import subprocess
+
+    from kbvqa.config import DATA_DIR, REPO_ROOT
+    from kbvqa.experiments.runs import commit_from_git, read_json
+
+    path = DATA_DIR / "experiments" / "molt" / "results.json"
+    prov = read_json(path)["provenance"]
+    if prov.get("git_commit_from") != "git":
+        pytest.skip("the MOLT run recorded its own commit")
+    shown = subprocess.run(["git", "show", f"{prov['git_commit']}:data/experiments/molt/results.json"],
+                           cwd=REPO_ROOT, capture_output=True, text=True)
+    if shown.returncode:
+        pytest.skip("no git history here (a wheel or an archive)")
+    assert prov["date"] in shown.stdout and commit_from_git(path) == prov   # already recovered

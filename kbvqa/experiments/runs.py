@@ -121,6 +121,55 @@ def git_commit(dirty_paths=()) -> str:
         return outside
 
 
+UNKNOWN_COMMIT = "unknown"
+
+
+def unknown_commits(root: Path | None = None) -> list[str]:
+    """The committed JSON files under ``root`` (``data/experiments`` by default) whose provenance
+    records no commit (``git_commit`` or ``commit`` is "unknown"): a test holds the list empty, since
+    the book promises a commit beside every result."""
+    root = Path(root or DATA_DIR / "experiments")
+
+    def unknown(node) -> bool:
+        if isinstance(node, dict):
+            return any((k in ("git_commit", "commit") and v == UNKNOWN_COMMIT) or unknown(v)
+                       for k, v in node.items())
+        return isinstance(node, list) and any(unknown(v) for v in node)
+
+    out = []
+    for path in sorted(root.rglob("*.json")):
+        try:
+            data = read_json(path)
+        except (OSError, ValueError):
+            continue
+        if unknown(data):
+            out.append(str(path.relative_to(root)))
+    return out
+
+
+def commit_from_git(path: Path) -> dict:
+    """``path``'s (a results file, its ``provenance`` holding ``git_commit``) provenance with the commit
+    recovered from git where the run recorded "unknown" (a checkout without .git): the first commit
+    whose version of the file holds this run's provenance ``date``, i.e. the commit that added these
+    results. Marked ``git_commit_from: "git"`` (as ``benchmarks/report.py --backfill-reader`` marks
+    ``reader_from``): the code that made them is that commit's or an earlier one, never a later one.
+    Returns the provenance unchanged when it records a commit or git finds none."""
+    path = Path(path)
+    prov = read_json(path).get("provenance", {})
+    if prov.get("git_commit") != UNKNOWN_COMMIT or not prov.get("date"):
+        return prov
+    relative = path.resolve().relative_to(REPO_ROOT)
+    found = subprocess.run(["git", "log", "--reverse", "--format=%H", "-S", f'"date": "{prov["date"]}"',
+                            "--", str(relative)], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=60).stdout.split()
+    if not found:
+        return prov
+    return {**prov, "git_commit": found[0], "git_commit_from": "git",
+            "git_commit_note": "the run recorded \"unknown\" (git gave it no commit); recovered as "
+                               "the commit that added these results: the code that made them is at "
+                               "or before it"}
+
+
 def precision_suffix(precision: str | None) -> str:
     """What a model string gains for an inference precision (``kbvqa.models.precision``): nothing for
     fp32, so every table made before the switch keeps its string; ``+bf16`` / ``+int8w`` otherwise."""
