@@ -394,8 +394,8 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
     from kbvqa.reader.ship import load_reader, reader_fingerprint
     from kbvqa.reader.train import ReaderTrainConfig, Trainer, lr_at
 
-    def small_build(config=None, seed=0, base=None):
-        return build_reader(dataclasses.replace(SMALL), seed, tiny_base)
+    def small_build(config=None, seed=0, base=None, initialise=True):
+        return build_reader(dataclasses.replace(SMALL), seed, tiny_base, initialise=initialise)
 
     for module in (reader_train, reader_ship):           # the modules that call build_reader
         monkeypatch.setattr(module, "build_reader", small_build)
@@ -426,6 +426,21 @@ def test_three_stages_resume_and_ship_roundtrip(tiny_base, tmp_path, world, monk
         a = resumed.vlm.model(**batch).logits
         b = loaded.model(**batch).logits
     assert torch.allclose(a, b, atol=2e-2)               # adapters merged; bf16 storage
+    # the load draws no random weights (skipped_init): the global generator is where the seed left it...
+    after_load = torch.get_rng_state()
+    torch.manual_seed(0)
+    assert torch.equal(after_load, torch.get_rng_state())
+    # ... and gives every tensor a load with the random draws gives
+    import contextlib
+    monkeypatch.setattr(reader_ship, "skipped_init", contextlib.nullcontext)
+    monkeypatch.setattr(reader_ship, "build_reader", lambda config=None, seed=0, base=None, initialise=True:
+                        build_reader(dataclasses.replace(SMALL), seed, tiny_base))
+    drawn_model = load_reader(out).model
+    drawn = drawn_model.state_dict()
+    assert drawn.keys() == loaded.model.state_dict().keys()
+    assert all(torch.equal(t, drawn[k]) for k, t in loaded.model.state_dict().items())
+    with torch.no_grad():                                 # buffers too (e.g. the rotary frequencies)
+        assert torch.equal(drawn_model(**batch).logits, b)
     # a machine without the run folder: the shipped files become a finished run that can reopen a stage
     seeded = tmp_path / "seeded"
     reader_ship.seed_run(seeded, out)

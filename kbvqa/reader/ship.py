@@ -30,7 +30,7 @@ import torch
 
 from kbvqa.config import DATA_DIR
 from kbvqa.reader.base import LICENCE
-from kbvqa.reader.build import CHATML_TEMPLATE, NEW_TOKENS, PAD_TOKEN, ReaderConfig, build_reader
+from kbvqa.reader.build import CHATML_TEMPLATE, NEW_TOKENS, PAD_TOKEN, ReaderConfig, build_reader, skipped_init
 
 READER_DIR = DATA_DIR / "reader"
 TENSOR_FILES = ("vision.safetensors", "adapter.safetensors", "new_embeddings.safetensors")
@@ -160,9 +160,11 @@ def load_reader(path=READER_DIR, merge: bool = True, device: str | None = None, 
     if missing:
         raise FileNotFoundError(f"{path} is not a shipped reader (missing {missing}); train one with `make reader`")
     meta = json.loads((path / "reader.json").read_text())
-    vlm = build_reader(ReaderConfig(**meta["architecture"]))
+    # no random draws: every tensor is loaded below (base, vision, connector, adapters; checked strictly)
+    vlm = build_reader(ReaderConfig(**meta["architecture"]), initialise=False)
     lora = meta["lora"]
-    vlm.add_lora(r=lora["r"], alpha=lora["alpha"], dropout=0.0, target_modules=tuple(lora["targets"]))
+    with skipped_init():
+        vlm.add_lora(r=lora["r"], alpha=lora["alpha"], dropout=0.0, target_modules=tuple(lora["targets"]))
     core = vlm.core
     tensors = {**load_file(str(path / "vision.safetensors")), **load_file(str(path / "adapter.safetensors"))}
     check_shipped_tensors(core, tensors, path)
