@@ -40,6 +40,7 @@ BENCHMARKS = {
     "reader": "the reader: load, prefix sharing, decode throughput against the bandwidth bound",
     "fastpath": "the reader's fast path: the critic's shared prefix, each inference precision",
     "prefix": "prefix reuse beyond the critic: SeRTS grades and proposals, MOLT rounds",
+    "profile": "where the reader's prefill and decode time goes: linear ops' share, Amdahl's ceiling",
     "maxsim": "late interaction (RCTS Eq. 4): MaxSim vs matrix multiply",
     "rcts": "RCTS (MCTS-HR) cost against Vanilla-RAG",
     "rcts_fast": "RCTS time per question on the reader's fast path",
@@ -50,7 +51,7 @@ BENCHMARKS = {
 }
 QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
               "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4 --sweep 1",
-              "prefix": "--questions 2 --tokens 2", "rcts_fast": "--queries 1",
+              "prefix": "--questions 2 --tokens 2", "profile": "--tokens 2", "rcts_fast": "--queries 1",
               "molt": "--queries 1 --repeats 1", "book": "--only 01_models"}
 
 

@@ -198,3 +198,19 @@ def test_every_committed_benchmark_measured_the_shipped_reader():
     other = {name: benchmark_reader(results, name) for name in results["benchmarks"]
              if benchmark_reader(results, name) != shipped}
     assert not other, f"measured on another reader than {shipped}: {other}"
+
+
+def test_profile_categories_and_shares_add_up():
+    from types import SimpleNamespace
+
+    from bench_profile import category, shares
+
+    assert category("aten::mm") == category("aten::addmm") == category("aten::_weight_int8pack_mm") == "linear"
+    assert category("mkldnn::_linear_pointwise") == "linear"
+    assert category("aten::_scaled_dot_product_flash_attention_for_cpu") == category("aten::bmm") == "attention"
+    assert category("aten::mul") == category("aten::copy_") == "other"
+    events = [SimpleNamespace(key="aten::mm", self_cpu_time_total=600_000),
+              SimpleNamespace(key="aten::mul", self_cpu_time_total=200_000)]
+    split = shares(events, 1.0)                         # 0.6 s + 0.2 s of ops in 1 s of wall time
+    assert split == pytest.approx({"linear": 0.6, "attention": 0.0, "other": 0.2, "outside": 0.2})
+    assert sum(split.values()) == pytest.approx(1.0)
