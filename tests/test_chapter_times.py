@@ -97,3 +97,26 @@ def test_background_needs_measure_and_every_chapter(capsys):
         with pytest.raises(SystemExit) as err:
             chapter_times.main(argv)
         assert err.value.code == 2
+
+
+def test_a_loaded_build_is_summarised_from_its_executed_chapters(tmp_path):
+    import nbformat
+
+    from tools.make_test_under_load import summarise_build
+
+    folder = tmp_path / "_build" / "jupyter_execute" / "notebooks"
+    folder.mkdir(parents=True)
+
+    def cell(start, end):
+        c = nbformat.v4.new_code_cell("1")
+        c.metadata["execution"] = {"iopub.execute_input": f"2026-12-07T10:00:{start:02d}Z",
+                                   "shell.execute_reply": f"2026-12-07T10:00:{end:02d}Z"}
+        return c
+
+    nb = nbformat.v4.new_notebook(cells=[cell(0, 2), nbformat.v4.new_markdown_cell("x"), cell(2, 42), cell(42, 45)])
+    nbformat.write(nb, folder / "22_reag_cold_start.ipynb")
+    summary = summarise_build(tmp_path, limit=30)
+    assert summary["chapters"] == [{"name": "22_reag_cold_start", "seconds": 45.0,
+                                    "slowest_cells": [[2, 40.0], [3, 3.0], [0, 2.0]]}]
+    assert summary["cells_over_limit"] == [["22_reag_cold_start", 2, 40.0]]
+    assert summarise_build(tmp_path / "nothing", limit=30) == {"chapters": [], "cells_over_limit": []}
