@@ -311,3 +311,23 @@ def test_rcts_toy_rows_outside_the_groups_raise_before_any_model_loads():
 
     with pytest.raises(ValueError, match="not among the runs"):
         main(["--groups", "main", "--rows", "zero_shot", "oracle"])
+
+
+def test_rcts_figures_name_each_rows_n_when_the_rows_differ():
+    """Issue 51: the main figure's title said n = 200 over an RCTS bar measured on 40 questions."""
+    import matplotlib
+    matplotlib.use("Agg")
+
+    from kbvqa.rcts import RESULTS_DIR, load_results
+    from kbvqa.viz.rcts import draw_rcts_ablations, draw_rcts_main
+
+    results = load_results(RESULTS_DIR)
+    for fig, rows in ((draw_rcts_main(results), results["tables"]["main"]),
+                      (draw_rcts_ablations(results), results["tables"]["ablation"])):
+        ax = fig.axes[0]
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        if len({r["n"] for r in rows}) > 1:
+            assert "n per bar" in ax.get_title() and "n = " not in ax.get_title(), ax.get_title()
+            assert all(f"(n = {r['n']})" in t for r, t in zip(rows, ticks)), ticks
+        else:
+            assert f"n = {rows[0]['n']}" in ax.get_title()

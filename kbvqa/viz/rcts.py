@@ -21,6 +21,17 @@ CHANCE = 0.25           # the toy world's multiple-choice questions have four op
 _TOY, _PAPER = "#4c72b0", "#999999"
 
 
+def _n_of(rows) -> str:
+    """The title's n: one number when every row ran on the same questions, else "n per bar"
+    (the tick labels then carry each row's n)."""
+    ns = {r["n"] for r in rows}
+    return f"n = {ns.pop()}" if len(ns) == 1 else "n per bar"
+
+
+def _tick(rows, r) -> str:
+    return r["row"] if len({x["n"] for x in rows}) == 1 else f"{r['row']} (n = {r['n']})"
+
+
 def _acc_bars(ax, rows, colour=_TOY):
     xs = list(range(len(rows)))
     acc = [100 * r["accuracy"] for r in rows]
@@ -28,7 +39,7 @@ def _acc_bars(ax, rows, colour=_TOY):
     ax.bar(xs, acc, color=colour, yerr=err, capsize=3)
     for x, a in zip(xs, acc):
         ax.text(x, 1, f"{a:.0f}", ha="center", va="bottom", fontsize=7, color="white")
-    ax.set_xticks(xs, [r["row"] for r in rows], rotation=25, ha="right", fontsize=7)
+    ax.set_xticks(xs, [_tick(rows, r) for r in rows], rotation=25, ha="right", fontsize=7)
     ax.set_ylim(0, 100)
     ax.spines[["top", "right"]].set_visible(False)
 
@@ -49,7 +60,7 @@ def draw_rcts_main(results: dict):
     _acc_bars(left, rows)
     _chance(left)
     left.set_ylabel("accuracy (%)")
-    left.set_title(f"toy world, {results_model_label(results)} (n = {rows[0]['n']})", fontsize=9)
+    left.set_title(f"toy world, {results_model_label(results)} ({_n_of(rows)})", fontsize=9)
     papers = [r for r in rows if r["paper"] is not None]
     right.bar(range(len(papers)), [r["paper"] for r in papers], color=_PAPER)
     right.set_xticks(range(len(papers)), [r["row"] for r in papers], rotation=25, ha="right", fontsize=7)
@@ -87,22 +98,22 @@ def draw_rcts_ablations(results: dict):
     if ablation:
         xs = list(range(len(ablation)))
         _line(axes[0], ablation, xs, "toy")
-        axes[0].set_xticks(xs, [r["row"] for r in ablation], rotation=20, ha="right", fontsize=7)
+        axes[0].set_xticks(xs, [_tick(ablation, r) for r in ablation], rotation=20, ha="right", fontsize=7)
         _paper_axis(axes[0], xs, [r["paper"] for r in ablation])
-    axes[0].set_title(f"components (Tab. 4), n = {ablation[0]['n'] if ablation else 0}", fontsize=9)
+    axes[0].set_title(f"components (Tab. 4), {_n_of(ablation) if ablation else 'n = 0'}", fontsize=9)
     alpha = tables.get("alpha", [])
     if alpha:
         xs = [float(r["row"].split("=")[1]) for r in alpha]
         _line(axes[1], alpha, xs, "toy")
         _paper_axis(axes[1], xs, [r["paper"] for r in alpha])
         axes[1].set_xlabel("alpha (weight of the self-consistency reward, Eq. 9)", fontsize=8)
-    axes[1].set_title(f"reward weight (Tab. 5), n = {alpha[0]['n'] if alpha else 0}", fontsize=9)
+    axes[1].set_title(f"reward weight (Tab. 5), {_n_of(alpha) if alpha else 'n = 0'}", fontsize=9)
     rollouts = tables.get("rollouts", [])
     if rollouts:
         xs = [int(r["row"].split("=")[1]) for r in rollouts]
         _line(axes[2], rollouts, xs, "toy")
         axes[2].set_xlabel("rollouts P (Fig. 5b; the paper prints no values)", fontsize=8)
-    axes[2].set_title(f"rollouts (Fig. 5b), n = {rollouts[0]['n'] if rollouts else 0}", fontsize=9)
+    axes[2].set_title(f"rollouts (Fig. 5b), {_n_of(rollouts) if rollouts else 'n = 0'}", fontsize=9)
     for ax in axes:
         ax.set_ylim(0, 100)
         ax.set_ylabel("toy accuracy (%)", color=_TOY, fontsize=8)
