@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -79,8 +80,15 @@ def one_run(background: int, sample_s: float, keep: bool, limit: float) -> dict:
     start = time.perf_counter()
     with background_load(background), log.open("w") as out:
         sampler.start()
-        rc = subprocess.run([str(folder / ".ci" / "run")], cwd=folder, env=env, stdout=out,
-                            stderr=subprocess.STDOUT).returncode
+        # its own process group, so that a stopped run takes make, pip and the kernels with it
+        proc = subprocess.Popen([str(folder / ".ci" / "run")], cwd=folder, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait()
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     seconds = time.perf_counter() - start
     samples = sampler.stop()
     record = {"commit": commit, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -108,6 +116,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.runs < 1 or args.background < 0 or args.sample <= 0:
         ap.error("--runs must be >= 1, --background >= 0 and --sample > 0")
+    # a SIGTERM unwinds like Ctrl-C: the loops and the run's process group are stopped on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     runs = json.loads(RECORD.read_text())["runs"] if RECORD.exists() else []
     failed = 0
     for i in range(args.runs):
