@@ -30,7 +30,7 @@ __all__ = ["answer_rouge", "bm25_baseline", "compare_methods", "mean_and_spread"
 
 
 def toy_literature_task(world) -> tuple[Callable[[str, int], list[str]], Callable[[str], str]]:
-    """``(retrieve, doc_text)`` over ``world.literature`` (the tiny model's BM25 index and text)."""
+    """``(retrieve, doc_text)`` over ``world.literature`` (the BM25 index and text of the reader's training tasks)."""
 
     return (lambda query, k: bm25_search(world, query, k)), (lambda doc_id: abstracts_text(world, [doc_id]))
 
