@@ -79,8 +79,15 @@ chromium:
 # --all re-reads (so re-executes) every page even when _build is up to date; -W turns a failed
 # cell (a warning in myst-nb) into a failed build; --keep-going lists them all.
 # KBVQA_PROGRESS=0: the rendered chapters carry no progress bars (kbvqa.config.progress_enabled).
+# Legibility (issue 51): the kernels load the IPython profile in _build/ipython (tools/ipython/), whose
+# extension kbvqa.viz.figure_log checks every figure they print and logs it to FIGURE_LOG, started
+# afresh here; tests/test_book_figures.py (make book-check) fails on any problem it logged.
+FIGURE_LOG := _build/figure_log.jsonl
 book: $(STAMP) $(ASSETS_STAMP)
-	KBVQA_PROGRESS=0 $(VENV)/bin/jupyter-book build --all -W -n --keep-going .
+	@mkdir -p _build/ipython/profile_default && rm -f $(FIGURE_LOG)
+	cp tools/ipython/ipython_kernel_config.py _build/ipython/profile_default/
+	IPYTHONDIR=$(CURDIR)/_build/ipython KBVQA_FIGURE_LOG=$(CURDIR)/$(FIGURE_LOG) KBVQA_PROGRESS=0 \
+	    $(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@test -f _build/html/index.html && echo "book: _build/html/index.html"
 
 # The markup alone, in about a minute: the same build with -W but nothing executed (notebooks render

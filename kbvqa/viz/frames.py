@@ -67,8 +67,10 @@ def figure_png(fig, dpi: float | None = None, page_px: float = PAGE_PX) -> bytes
 
 def _visible_texts(artist):
     """Every ``Text`` under ``artist`` that a draw would show: visible, non-empty, not inside an
-    invisible parent, and not an axis of an Axes drawn with ``axis("off")``."""
+    invisible parent, and not an axis of an Axes drawn with ``axis("off")``; a table cell's text
+    too (a ``Cell`` does not list it among its children)."""
     from matplotlib.axes import Axes
+    from matplotlib.table import Cell
     from matplotlib.text import Text
 
     if not artist.get_visible():
@@ -79,6 +81,8 @@ def _visible_texts(artist):
     if isinstance(artist, Axes) and not artist.axison:
         hidden = set(map(id, artist._axis_map.values()))
         children = [c for c in children if id(c) not in hidden]
+    if isinstance(artist, Cell):
+        children = [*children, artist.get_text()]
     for child in children:
         yield from _visible_texts(child)
 

@@ -1,27 +1,33 @@
 """Small, pure plotting helpers shared by chapters (they return matplotlib Figures, write nothing).
 
-``draw_world_stats`` draws the toy world's statistics (``ToyWorld.stats()``) as one row of bar
-charts; ``image_grid`` lays PIL images out with captions. Figures are closed before they are
-returned, so a notebook shows each exactly once (as the cell's value). Leaves out: trees and tournaments
-(their own ``draw_*`` modules) and the pipeline map (``pipeline.py``).
+``draw_world_stats`` draws the toy world's statistics (``ToyWorld.stats()``) as a 2 x 2 grid of bar
+charts, 9 in wide, no text under 8 pt (at least ``frames.MIN_TEXT_PX`` at the page column: one row
+of four panels, 15 in wide, showed its counts at 5 px); ``image_grid`` lays PIL images out with
+captions. Figures are closed before they are returned, so a notebook shows each exactly once (as
+the cell's value). Leaves out: trees and tournaments (their own ``draw_*`` modules) and the pipeline
+map (``pipeline.py``).
 """
 from __future__ import annotations
 
 import math
 
+SMALL_PT = 8.0   # ticks, counts and legends of draw_world_stats (legible_pt(9 in) is 6.9 pt)
+
 
 def _bars(ax, counts: dict, title: str, colour: str):
     names, values = list(counts), list(counts.values())
     ax.bar(range(len(values)), values, color=colour)
-    ax.set_xticks(range(len(values)), names, rotation=35, ha="right", fontsize=8)
+    ax.set_xticks(range(len(values)), names, rotation=35, ha="right", fontsize=SMALL_PT)
+    ax.tick_params(axis="y", labelsize=SMALL_PT)
     ax.set_title(title, fontsize=10)
     for x, v in enumerate(values):
-        ax.text(x, v, str(v), ha="center", va="bottom", fontsize=7)
+        ax.text(x, v, str(v), ha="center", va="bottom", fontsize=SMALL_PT)
+    ax.margins(y=0.12)                   # room for the count above the tallest bar
     ax.spines[["top", "right"]].set_visible(False)
 
 
 def draw_world_stats(stats: dict):
-    """Four bar charts: split sizes, KB-VQA answer types, MC templates, literature question types."""
+    """Four bar charts (2 x 2): split sizes, KB-VQA answer types, MC templates, literature question types."""
     import matplotlib.pyplot as plt
 
     needed = ("kbvqa_train", "kbvqa_test", "mc_train", "mc_kb", "mc_test", "lit_questions",
@@ -29,7 +35,8 @@ def draw_world_stats(stats: dict):
     missing = [k for k in needed if k not in stats]
     if missing:
         raise ValueError(f"stats is missing {missing}; pass ToyWorld.stats()")
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6.6))
+    axes = axes.ravel()
     splits = {k: stats[k] for k in ("kbvqa_train", "kbvqa_test", "mc_train", "mc_kb", "mc_test",
                                     "lit_questions")}
     splits["literature"] = stats.get("literature", 0)
@@ -40,9 +47,10 @@ def draw_world_stats(stats: dict):
         xs = [j + (i - 0.5) * 0.4 for j in range(len(all_types))]
         axes[1].bar(xs, [types[split].get(t, 0) for t in all_types], width=0.4, color=colour,
                     label=split)
-    axes[1].set_xticks(range(len(all_types)), all_types, fontsize=8)
+    axes[1].set_xticks(range(len(all_types)), all_types, fontsize=SMALL_PT)
+    axes[1].tick_params(axis="y", labelsize=SMALL_PT)
     axes[1].set_title("KB-VQA answer types", fontsize=10)
-    axes[1].legend(fontsize=7, frameon=False)
+    axes[1].legend(fontsize=SMALL_PT, frameon=False, loc="best")
     axes[1].spines[["top", "right"]].set_visible(False)
     _bars(axes[2], stats["mc_templates"], "multiple-choice templates (mc_kb)", "#8172b2")
     _bars(axes[3], stats["lit_question_types"], "literature question types", "#ccb974")

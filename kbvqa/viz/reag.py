@@ -3,9 +3,13 @@
 - ``draw_recall_by_k(rows)``: evidence recall against k for the runs of
   ``multilevel.evaluate_multilevel`` (coarse, coarse + fine, oracle box, crop alone).
 - ``draw_boxes_and_crops(queries, boxes, margin, square)``: each query image with its
-  ground-truth (green) and predicted (red, dashed) box, and the crop the fine stage retrieves with.
+  ground-truth (green) and predicted (red, dashed) box, and the crop the fine stage retrieves with;
+  1.6 in per query and titles no smaller than ``frames.legible_pt`` of the figure's width (at 1.9 in
+  per query and 8 pt, six queries' titles were 7.5 px at the page column).
 - ``draw_sft_curves``, ``draw_grpo_curves``, ``draw_group_advantages``: the training curves of
   chapters 22-23 and Eq. 8 per group.
+- ``draw_ladder``: chapter 24's rungs beside the paper's Tab. 4; its left legend sits below the bars
+  (inside, it covered a bar and the diagnostic lines) and no text is under 8 pt (7 pt: 7.5 px).
 
 Every figure function closes its figure and returns it (shown once as the cell's value).
 Leaves out: retrieval and grounding (``kbvqa.retrieval.multilevel``, ``kbvqa.retrieval.subject_grounding``),
@@ -22,6 +26,7 @@ import numpy as np
 
 from kbvqa.data.schema import open_image
 from kbvqa.retrieval.subject import box_iou, crop_to_box
+from kbvqa.viz.frames import legible_pt
 from kbvqa.viz.labels import results_model_label
 
 __all__ = ["RUN_LABELS", "draw_boxes_and_crops", "draw_group_advantages", "draw_grpo_curves", "draw_recall_by_k",
@@ -80,7 +85,8 @@ def draw_boxes_and_crops(queries: Sequence, boxes: Sequence, margin: float = 0.1
     if not queries or len(queries) != len(boxes):
         raise ValueError(f"need one box (or None) per query; got {len(queries)} queries and {len(boxes)} boxes")
     n = len(queries)
-    fig, axes = plt.subplots(2, n, figsize=(1.9 * n, 4.2), squeeze=False)
+    fig, axes = plt.subplots(2, n, figsize=(1.6 * n, 4.3), squeeze=False)
+    fs = max(8.0, legible_pt(1.6 * n + 0.3))          # + 0.3 in: the tight crop's padding
     for j, (q, box) in enumerate(zip(queries, boxes)):
         im = open_image(q.image)
         top, bottom = axes[0][j], axes[1][j]
@@ -89,13 +95,13 @@ def draw_boxes_and_crops(queries: Sequence, boxes: Sequence, margin: float = 0.1
         _outline(top, box, "#d62728", "--")
         iou = box_iou(list(box) if box is not None else None, list(q.box))
         label = f"'{subjects[j]}'\n" if subjects else ""
-        top.set_title(f"{label}IoU {iou:.2f}", fontsize=8)
+        top.set_title(f"{label}IoU {iou:.2f}", fontsize=fs)
         bottom.imshow(crop_to_box(im, box, margin, square))
-        bottom.set_title("crop" if box is not None else "no box: whole image", fontsize=8)
+        bottom.set_title("crop" if box is not None else "no box: whole image", fontsize=fs)
         for ax in (top, bottom):
             ax.set_xticks([])
             ax.set_yticks([])
-    fig.suptitle("ground truth (green) vs predicted box (red, dashed); below: the crop", fontsize=9)
+    fig.suptitle("ground truth (green) vs predicted box (red, dashed); below: the crop", fontsize=fs + 1)
     fig.tight_layout()
     plt.close(fig)
     return fig
@@ -191,13 +197,14 @@ def draw_ladder(results: dict, title: str | None = None):
         ax.axhline(r["accuracy"] * 100, color="gray", ls=style, lw=1.2, label=f"{r['label']} (diagnostic)")
     ax.set(ylabel="accuracy (%)", title=title or f"ours: toy world, {results_model_label(results)}, n = {results['n']}",
            ylim=(0, max(50, *(r["high"] * 100 for r in rows + results.get("diagnostics", [])))))
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    small = max(8.0, legible_pt(10 + 0.3))           # + 0.3 in: the tight crop's padding (7 pt: 7.5 px)
+    ax.legend(fontsize=small, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # off the bars
     bx.plot(x, [r["paper_evqa"] for r in rows], "o-", color="#c44e52", label="E-VQA single-hop")
     bx.plot(x, [r["paper_infoseek"] for r in rows], "s-", color="#55a868", label="InfoSeek all")
     bx.set(ylabel="accuracy (%)", title="ReAG Tab. 4 (Qwen2.5-VL-3B)", ylim=(0, 50))
-    bx.legend(fontsize=8, frameon=False)
+    bx.legend(fontsize=small, frameon=False)
     for a in (ax, bx):
-        a.set_xticks(x, [r["rung"].replace("_", "\n") for r in rows], fontsize=8)
+        a.set_xticks(x, [r["rung"].replace("_", "\n") for r in rows], fontsize=small)
         a.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     plt.close(fig)

@@ -6,7 +6,9 @@
 - ``draw_recall_at_k``: Recall@K and Precision@K against K, one colour per mode, solid for MaxSim
   and dotted for the pooled first stage alone (``kbvqa.retrieval.hybrid_eval.RetrievalEvaluation``).
 - ``draw_retrieved``: the query's picture and question next to its top retrieved examples, each
-  framed green when it carries the query's answer and red otherwise.
+  framed green when it carries the query's answer and red otherwise; 1.6 in per panel and no text
+  under ``frames.legible_pt`` of the figure's width (six 2 in panels at 6.5 pt showed the questions
+  at 5.8 px).
 
 Every function closes its figure and returns it, so a notebook shows it exactly once. Leaves out:
 computing anything (``kbvqa.retrieval``).
@@ -16,6 +18,7 @@ from __future__ import annotations
 import textwrap
 
 from kbvqa.data.schema import open_image
+from kbvqa.viz.frames import legible_pt
 
 MODE_COLOURS = {"text": "tab:blue", "image": "tab:orange", "hybrid": "tab:green"}
 
@@ -76,7 +79,7 @@ def draw_recall_at_k(evaluation, relevance: str = "answer"):
     return fig
 
 
-def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 2.0, wrap: int = 26):
+def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 1.6, wrap: int = 22):
     """The query (first panel) and its retrieved ``examples`` (``KBExample``/``Query`` with images).
     ``scores``: one per example; ``relevant``: one bool per example (green / red frame)."""
     import matplotlib.pyplot as plt
@@ -90,6 +93,7 @@ def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 2.
             raise ValueError(f"{name} must match examples one to one")
     items = [query] + examples
     fig, axes = plt.subplots(1, len(items), figsize=(size * len(items), size + 1.1), squeeze=False)
+    small = max(7.0, legible_pt(size * len(items) + 0.3))      # + 0.3 in: the tight crop's padding
     for i, (ax, item) in enumerate(zip(axes[0], items)):
         image = open_image(item.image)
         if image is not None:
@@ -97,8 +101,8 @@ def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 2.
         ax.set_xticks([])
         ax.set_yticks([])
         head = "query" if i == 0 else f"#{i}" + (f"  r={scores[i - 1]:.1f}" if scores is not None else "")
-        ax.set_title(head, fontsize=8, fontweight="bold" if i == 0 else "normal")
-        ax.set_xlabel(textwrap.fill(item.question, wrap), fontsize=6.5)
+        ax.set_title(head, fontsize=small + 0.5, fontweight="bold" if i == 0 else "normal")
+        ax.set_xlabel(textwrap.fill(item.question, wrap), fontsize=small)
         colour = "black" if i == 0 or relevant is None else ("tab:green" if relevant[i - 1] else "tab:red")
         for spine in ax.spines.values():
             spine.set_edgecolor(colour)

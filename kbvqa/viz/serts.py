@@ -14,7 +14,8 @@ Positions come from ``kbvqa.viz.trees.tree_layout`` (leaves in columns, parents 
 the caller (the slider passes the final tree's, so nodes keep their place from frame to frame).
 Legibility: 1.1 in per leaf, and no text smaller than 7.5 pt nor than ``frames.legible_pt`` of the
 figure's width, so the smallest text is at least ``frames.MIN_TEXT_PX`` high at the book's page
-width; edge labels are wrapped to the room between sibling edges.
+width; edge labels are wrapped to the room between sibling edges. ``draw_retrieval``'s legend and ticks
+follow ``legible_pt`` of its width too (its 7 pt legend was 7.2 px at the page column).
 Leaves out: the search, animation (the RCTS player in ``trees_player`` is not reused here).
 """
 from __future__ import annotations
@@ -155,6 +156,7 @@ def draw_retrieval(results: dict, keys=("recall", "f1", "hit")):
     names = ("bm25", "reflection_6", "serts_6", "reflection_12", "serts_12")
     setups = list(results["setups"])
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 3.6), sharey=True, squeeze=False)
+    small = max(7.0, legible_pt(5.2 * len(setups) + 0.3))     # + 0.3 in: the tight crop's padding
     for ax, setup in zip(axes[0], setups):
         rows = {r["method"]: r for r in results["setups"][setup]["rows"]}
         x = np.arange(len(names))
@@ -164,13 +166,13 @@ def draw_retrieval(results: dict, keys=("recall", "f1", "hit")):
                    capsize=2, label=f"{k} (ours)")
             ax.scatter(x + (j - 1) * 0.27, [rows[n].get("paper_" + k, np.nan) if n in rows else np.nan
                                              for n in names], marker="_", s=120, color="k", zorder=3)
-        ax.set_xticks(x, [n.replace("_", "\n") for n in names], fontsize=8)
+        ax.set_xticks(x, [n.replace("_", "\n") for n in names], fontsize=max(8.0, small))
         ax.set(title=f"{setup} (n = {results['setups'][setup]['n']}) — black: paper "
                      f"{results['setups'][setup]['paper_model']}", ylim=(0, 105))
-        ax.title.set_fontsize(9)
+        ax.title.set_fontsize(max(9.0, small + 1))
         ax.spines[["top", "right"]].set_visible(False)
     axes[0][0].set_ylabel("%")
-    axes[0][0].legend(fontsize=7, frameon=False, loc="lower left")
+    axes[0][0].legend(fontsize=small, frameon=False, loc="lower left")
     fig.tight_layout()
     plt.close(fig)
     return fig
