@@ -163,7 +163,8 @@ def test_the_output_head_reads_dense_strides_and_the_same_numbers():
     assert seen == [(64, 64, 1)]
 
 
-@pytest.mark.skipif(not P.onednn_packs_bf16(), reason="this PyTorch has no oneDNN weight pre-packing")
+@pytest.mark.skipif(not P.onednn_packs_bf16(), reason="this PyTorch or this CPU cannot pre-pack bf16 weights "
+                                                      "(oneDNN needs AVX512BW/VL/DQ or AVX-NE-CONVERT)")
 def test_a_packed_bf16_linear_equals_the_plain_bf16_one():
     torch.manual_seed(0)
     plain = torch.nn.Linear(64, 96).to(torch.bfloat16)
@@ -176,3 +177,16 @@ def test_a_packed_bf16_linear_equals_the_plain_bf16_one():
     module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(torch.nn.Linear(8, 4))).to(torch.bfloat16)
     assert P.pack_bf16_linears(module) == 2
     assert not any(isinstance(m, torch.nn.Linear) for m in module.modules())
+
+
+def test_packing_is_offered_only_where_the_cpu_can_reorder():
+    from types import SimpleNamespace
+
+    def refuse(weight, rows):
+        raise RuntimeError("mkldnn_reorder_linear_weight: bf16 path needs the cpu support avx_ne_convert or avx512bw")
+
+    fine = SimpleNamespace(_reorder_linear_weight=lambda weight, rows: weight, _linear_pointwise=None)
+    avx2_only = SimpleNamespace(_reorder_linear_weight=refuse, _linear_pointwise=None)
+    assert P.can_pack_bf16(fine) is torch.backends.mkldnn.is_available()
+    assert P.can_pack_bf16(avx2_only) is False
+    assert P.can_pack_bf16(None) is False and P.can_pack_bf16(SimpleNamespace()) is False

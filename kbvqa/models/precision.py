@@ -27,6 +27,7 @@ Leaves out: a static KV cache and ``torch.compile`` (not measured to pay here), 
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -34,8 +35,8 @@ import torch
 from kbvqa.experiments.runs import precision_suffix
 
 __all__ = ["DEFAULT_PRECISION", "PRECISIONS", "PRECISION_ENV", "Int8WeightLinear", "PackedBF16Linear",
-           "accepted_fast_paths",
-           "apply_precision", "contiguous_head_input", "onednn_packs_bf16", "pack_bf16_linears", "precision_suffix",
+           "accepted_fast_paths", "apply_precision", "can_pack_bf16", "contiguous_head_input", "onednn_packs_bf16",
+           "pack_bf16_linears", "precision_suffix",
            "quantise_int8_weights", "requested_precision", "resolve_precision"]
 
 PRECISIONS = ("auto", "fp32", "bf16", "int8w")
@@ -104,11 +105,25 @@ class Int8WeightLinear(torch.nn.Module):
         return out if self.bias is None else out + self.bias.to(out.dtype)
 
 
+@functools.lru_cache(maxsize=1)
 def onednn_packs_bf16() -> bool:
-    """Whether this PyTorch can pre-pack bfloat16 weights for oneDNN (a CPU build with mkldnn)."""
-    ops = getattr(torch.ops, "mkldnn", None)
-    return bool(torch.backends.mkldnn.is_available() and ops is not None
-                and hasattr(ops, "_reorder_linear_weight") and hasattr(ops, "_linear_pointwise"))
+    """Whether this PyTorch *and this CPU* can pre-pack bfloat16 weights for oneDNN (``can_pack_bf16``
+    on ``torch.ops.mkldnn``; decided once per process)."""
+    return can_pack_bf16(getattr(torch.ops, "mkldnn", None))
+
+
+def can_pack_bf16(ops) -> bool:
+    """A CPU build with mkldnn whose ``ops`` namespace has the packing ops, on a CPU with the
+    instructions its bf16 packing needs (AVX512BW/VL/DQ or AVX-NE-CONVERT): an AVX2-only CPU raises
+    ``RuntimeError`` at the first reorder, so one tiny reorder is tried."""
+    if not (torch.backends.mkldnn.is_available() and ops is not None
+            and hasattr(ops, "_reorder_linear_weight") and hasattr(ops, "_linear_pointwise")):
+        return False
+    try:
+        ops._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), 1)
+    except RuntimeError:
+        return False
+    return True
 
 
 class PackedBF16Linear(torch.nn.Module):
