@@ -120,3 +120,6 @@ def test_a_loaded_build_is_summarised_from_its_executed_chapters(tmp_path):
                                     "slowest_cells": [[2, 40.0], [3, 3.0], [0, 2.0]]}]
     assert summary["cells_over_limit"] == [["22_reag_cold_start", 2, 40.0]]
     assert summarise_build(tmp_path / "nothing", limit=30) == {"chapters": [], "cells_over_limit": []}
+    # myst-nb records no cell timestamps; its own line gives the chapter's time
+    log = "/tmp/x/notebooks/22_reag_cold_start.ipynb: Executed notebook in 107.08 seconds [mystnb]\n"
+    assert summarise_build(tmp_path, limit=30, log=log)["chapters"][0]["seconds"] == 107.1
