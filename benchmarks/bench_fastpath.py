@@ -61,11 +61,21 @@ def _weight_bytes(vlm) -> int:
     return total
 
 
+def decode_steps(vlm, first, mask, tokens: int) -> None:
+    """``tokens`` greedy decode steps, one token at a time, on a copy of the prefill ``first``'s cache."""
+    import copy
+
+    past, token = copy.deepcopy(first.past_key_values), first.logits[:, -1].argmax(-1, keepdim=True)
+    for _ in range(tokens):
+        mask = torch.cat([mask, torch.ones_like(token)], dim=1)
+        step = vlm.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True,
+                         logits_to_keep=1)
+        past, token = step.past_key_values, step.logits[:, -1].argmax(-1, keepdim=True)
+
+
 def _decode_rates(vlm, prompt, tokens: int) -> dict:
     """Prompt tokens/s of the prefill at batch 1, and new tokens/s of greedy decode at batch 1 and 8:
     the decode steps alone, timed one token at a time on the prefilled cache (best of 2)."""
-    import copy
-
     out = {}
     for batch in (1, 8):
         inputs = vlm.encode([prompt] * batch)
@@ -74,15 +84,7 @@ def _decode_rates(vlm, prompt, tokens: int) -> dict:
             if batch == 1:
                 out["prefill"] = inputs["input_ids"].shape[1] / prefill_s
 
-            def steps(first=first, mask=inputs["attention_mask"]):
-                past, token = copy.deepcopy(first.past_key_values), first.logits[:, -1].argmax(-1, keepdim=True)
-                for _ in range(tokens):
-                    mask = torch.cat([mask, torch.ones_like(token)], dim=1)
-                    step = vlm.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True,
-                                     logits_to_keep=1)
-                    past, token = step.past_key_values, step.logits[:, -1].argmax(-1, keepdim=True)
-
-            decode_s, _ = best_of(steps, 2)
+            decode_s, _ = best_of(lambda f=first, m=inputs["attention_mask"]: decode_steps(vlm, f, m, tokens), 2)
         out[f"decode_{batch}"] = batch * tokens / decode_s
     return out
 

@@ -22,10 +22,10 @@ Leaves out: GPUs, timing without the profiler (``bench_fastpath.py`` does that).
 from __future__ import annotations
 
 import argparse
-import copy
 
 import torch
 from _timing import print_rows, row
+from bench_fastpath import decode_steps
 
 LINEAR = ("aten::mm", "aten::addmm", "aten::_weight_int8pack_mm", "mkldnn::_linear_pointwise",
           "aten::mkldnn_linear", "aten::_mkldnn_linear")
@@ -76,15 +76,8 @@ def phases(vlm, prompt, tokens: int) -> dict[str, dict[str, float]]:
                 out["prefill, batch 1"] = profiled(lambda i=inputs: vlm.model(**i, use_cache=True, logits_to_keep=1))
             first = vlm.model(**inputs, use_cache=True, logits_to_keep=1)
 
-            def steps(first=first, mask=inputs["attention_mask"]):
-                past, token = copy.deepcopy(first.past_key_values), first.logits[:, -1].argmax(-1, keepdim=True)
-                for _ in range(tokens):
-                    mask = torch.cat([mask, torch.ones_like(token)], dim=1)
-                    step = vlm.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True,
-                                     logits_to_keep=1)
-                    past, token = step.past_key_values, step.logits[:, -1].argmax(-1, keepdim=True)
-
-            out[f"decode, batch {batch}"] = profiled(steps)
+            out[f"decode, batch {batch}"] = profiled(
+                lambda f=first, m=inputs["attention_mask"]: decode_steps(vlm, f, m, tokens))
     return out
 
 
