@@ -196,3 +196,21 @@ def test_bandit_static_figures_are_legible():
     assert static_px(draw_exploration_vs_parent(c=0.5, visits=(1, 4, 16), n_parent_max=200)) >= MIN_TEXT_PX
     runs = np.cumsum(np.ones((3, 50)), axis=1)
     assert static_px(draw_regret_curves({"UCB1": runs, "epsilon-greedy": 2 * runs})) >= MIN_TEXT_PX
+
+
+@pytest.mark.parametrize("n_images,n_cols,size", [(4, 4, 2.8), (8, 4, 2.4), (2, 2, 3.0), (6, 6, 2.8)])
+def test_image_grid_captions_are_legible(n_images, n_cols, size):
+    """Chapter 02's grid (four images of 2.8 in, 11.2 in wide) showed its captions at 7.6 px: the
+    captions now grow with the grid's width and wrap to their column."""
+    import numpy as np
+    from PIL import Image
+
+    from kbvqa.viz import image_grid
+    from kbvqa.viz.legibility import check_figure, rendered_width_in
+
+    images = [Image.fromarray(np.full((32, 32, 3), (40 * i) % 256, dtype=np.uint8)) for i in range(n_images)]
+    captions = [f"{i}: how steady a parachute with a long caption {i}" for i in range(n_images)]
+    fig = image_grid(images, captions, n_cols=n_cols, size=size)
+    dpi = fig.dpi
+    problems = check_figure(fig, dpi, rendered_width_in(fig, dpi, "tight"))
+    assert not problems, [p.describe() for p in problems]

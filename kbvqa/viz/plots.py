@@ -10,6 +10,9 @@ map (``pipeline.py``).
 from __future__ import annotations
 
 import math
+import textwrap
+
+from kbvqa.viz.frames import MIN_TEXT_PX, PAGE_PX
 
 SMALL_PT = 8.0   # ticks, counts and legends of draw_world_stats (legible_pt(9 in) is 6.9 pt)
 
@@ -59,6 +62,13 @@ def draw_world_stats(stats: dict):
     return fig
 
 
+def caption_pt(width_in: float, margin: float = 1.1) -> float:
+    """The font size (pt, at least 8) at which a text in a figure ``width_in`` inches wide shows at
+    least ``margin * MIN_TEXT_PX`` CSS px once the figure is scaled down to the page column
+    (``PAGE_PX``)."""
+    return max(8.0, round(margin * MIN_TEXT_PX * 72.0 * width_in / PAGE_PX, 1))
+
+
 def image_grid(images, captions=None, n_cols: int = 4, size: float = 2.4):
     """A Figure showing PIL images in a grid, each with an optional caption."""
     import matplotlib.pyplot as plt
@@ -74,11 +84,16 @@ def image_grid(images, captions=None, n_cols: int = 4, size: float = 2.4):
                              squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
+    # A wide grid is scaled down to the page column: size the captions so that they still show at
+    # least MIN_TEXT_PX there (with a 10% margin), and wrap them to their column so that a long
+    # caption does not widen the figure's tight crop.
+    fontsize = caption_pt(size * n_cols)
+    chars = max(8, int(size * 72 / (0.6 * fontsize)))
     for i, im in enumerate(images):
         ax = axes.flat[i]
         ax.imshow(im)
         if captions is not None:
-            ax.set_title(captions[i], fontsize=8)
+            ax.set_title(textwrap.fill(str(captions[i]), chars), fontsize=fontsize)
     fig.tight_layout()
     plt.close(fig)  # shown once, by the notebook's display of the returned figure
     return fig
