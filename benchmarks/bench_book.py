@@ -45,6 +45,16 @@ REFERENCE = ROOT / "_build" / "jupyter_execute" / "notebooks"
 CACHE = ROOT / "data" / "cache" / "bench_book"
 
 
+
+def _shown(path: Path) -> str:
+    """``path`` as a table may print it: relative to the repository when under it, else only its last
+    three parts (a temporary folder's full path names the machine, not the book)."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(Path("…", *path.parts[-3:]))
+
 def _parse(argv):
     ap = argparse.ArgumentParser(description="Execute the book's notebooks, time them, compare with a reference.")
     ap.add_argument("--only", nargs="*", default=None, help="notebook stems to run (default: every toc notebook)")
@@ -127,8 +137,8 @@ def rows(argv=None) -> list[dict]:
             print(d)
     if not comparison["compared"]:
         out.append(row("notebooks whose outputs differ between two executions", "n/a", "",
-                       note=f"no reference copies of these notebooks in {reference}: run `make book` first, "
-                            "or pass --twice",
+                       note=f"no reference copies of these notebooks in `{_shown(reference)}`: run `make book` "
+                            "first, or pass `--twice`",
                        kind="check"))
         return out
     differ = comparison["differ"]

@@ -214,3 +214,33 @@ def test_profile_categories_and_shares_add_up():
     split = shares(events, 1.0)                         # 0.6 s + 0.2 s of ops in 1 s of wall time
     assert split == pytest.approx({"linear": 0.6, "attention": 0.0, "other": 0.2, "outside": 0.2})
     assert sum(split.values()) == pytest.approx(1.0)
+
+
+def test_markdown_header_says_what_the_tables_mix_and_drops_a_stale_run_line():
+    results = _fake_results()
+    md = render_markdown(results)
+    assert "3 table(s), measured 2026-11-22 at 1 commit(s) (`0123456789`) on 1 CPU model(s) (Fake CPU)" in md
+    assert "the tables without a line of their own" not in md     # all share the run's line
+    rerun = {"provenance": {**results["provenance"], "commit": "fedcba9876543210", "date_utc": "2030-01-01",
+                            "cpu": "Other CPU"},
+             "benchmarks": {name: {**b} for name, b in results["benchmarks"].items()}}
+    merged = merge_results(results, rerun)             # every table rerun alone: the run's line is stale
+    md = render_markdown(merged)
+    assert "commit `0123456789`" not in md and "load average" not in md
+    assert "measured 2030-01-01 at 1 commit(s) (`fedcba9876`) on 1 CPU model(s) (Other CPU)" in md
+    one = merge_results(results, {"provenance": rerun["provenance"],
+                                  "benchmarks": {"MaxSim": results["benchmarks"]["MaxSim"]}})
+    md = render_markdown(one)                          # a mix: both commits, and the run's line kept for the rest
+    assert "at 2 commit(s) (`0123456789`, `fedcba9876`) on 2 CPU model(s) (Fake CPU; Other CPU)" in md
+    assert "- the tables without a line of their own:" in md and "  - measured 2026-11-22" in md
+
+
+def test_markdown_notes_show_flags_as_code_and_no_machine_path():
+    results = _fake_results()
+    results["benchmarks"]["MaxSim"]["rows"] = [
+        row("outputs differ", "n/a", "", note="no copies in /tmp/bench/_build/jupyter_execute/notebooks: "
+                                              "run `make book` first, or pass --twice", kind="check")]
+    results["benchmarks"]["MaxSim"]["args"] = ["--items", "256"]
+    md = render_markdown(results)
+    assert "no copies in …/_build/jupyter_execute/notebooks: run `make book` first, or pass `--twice` |" in md
+    assert "/tmp/" not in md and "Sizes: `--items 256`." in md

@@ -75,6 +75,16 @@ def compare_outcomes(reference: dict, fast: dict) -> dict:
     return {"rows": rows, "critic_mean_abs_dp": dp, "failed": failed, "accepted": not failed}
 
 
+def _pair(a: float, b: float) -> str:
+    """``"a -> b"`` with the fewest decimals (3 to 8) at which the two differ, so that a real
+    difference never prints as ``0.631 -> 0.631``."""
+    for digits in range(3, 9):
+        left, right = f"{a:.{digits}f}", f"{b:.{digits}f}"
+        if left != right:
+            break
+    return f"{left} -> {right}"
+
+
 def comparison_markdown(card: dict) -> str:
     """The accuracy condition of every fast path in ``card["evaluation_fast"]`` as Markdown (the
     benchmarks page includes it): per row fp32, fast, the difference and its 95 % paired-bootstrap
@@ -102,7 +112,7 @@ def comparison_markdown(card: dict) -> str:
         if drift is not None:
             out += ["The fp32 rerun reproduces the committed `evaluation` on every row." if not drift else
                     f"The fp32 rerun differs from the committed `evaluation` on {len(drift)} rows: "
-                    + ", ".join(f"{k} {a:.3f} -> {b:.3f}" for k, (a, b) in sorted(drift.items())) + ".", ""]
+                    + ", ".join(f"{k} {_pair(a, b)}" for k, (a, b) in sorted(drift.items())) + ".", ""]
     return "\n".join(out) if out else "No fast path has been measured on the whole card yet.\n"
 
 
