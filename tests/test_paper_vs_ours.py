@@ -371,3 +371,72 @@ def test_mechanism_lines_list_a_parts_rows_with_symbols_as_math():
     assert text.count("\n") == 0 and text.startswith("- **x** (same; not the paper's mechanism)")
     assert "($Q_{M}$ > 0)" in text and "Not comparable: invented entities." in text
     assert "Untrained reference: base (untrained) 50.0 % [40.0, 60.0]." in text
+
+
+def test_rcts_whys_say_what_each_row_measured():
+    from kbvqa.paper_vs_ours.whys import rcts_whys
+
+    def text(letter, answer, matches):
+        return {"n": 40, "letter_accuracy": letter, "text_accuracy": answer, "text_matches_letter": matches}
+
+    results = {"answer_text": {"zero_shot": text(0.26, 0.24, 0.8), "vanilla_rag": text(0.26, 0.73, 0.31),
+                               "icl_random": text(0.27, 0.22, 0.42), "vanilla_rag_rc": text(0.35, 0.75, 0.28),
+                               "rcts": text(0.62, 0.57, 0.72), "rcts_no_rc": text(0.35, 0.62, 0.48),
+                               "rcts_sweep_alpha=0.2": text(0.47, 0.33, 0.67), "rcts_sweep_alpha=1": text(0.47, 0.4, 0.8)},
+               "reward_diagnostics": {"rcts": {"n": 360, "auc": 0.863}, "rcts_no_rc": {"n": 300, "auc": 0.584},
+                                      "rcts_sweep_alpha=0.2": {"n": 2, "auc": 0.70},
+                                      "rcts_sweep_alpha=1": {"n": 2, "auc": 0.72}}}
+    runs = {"rcts_sweep_alpha=0.2": [{"rollouts": [["A", 0.15], ["B", 0.2]]}]}
+    why = rcts_whys(results, runs, {"rcts_sweep_alpha=0.2": 0.2})
+    assert len(set(why.values())) == 6 and not any("no signal" in w for w in why.values())   # one reason per row
+    assert "lift the answer text the reader's rationale names from 24% to 73%" in why["Vanilla-RAG vs zero-shot"]
+    assert "where it was (24% -> 22%)" in why["random ICL vs zero-shot"]
+    assert "separates right from wrong branches (AUC 0.86 over 360 leaves" in why["RCTS vs Vanilla-RAG"]
+    assert "(31% -> 72% of questions)" in why["RCTS vs Vanilla-RAG"] and "57% against 75%" in why["RCTS vs Vanilla-RAG"]
+    assert "holds that text on 28%" in why["+ reasoning context (no MCTS)"]
+    assert "hardly separates" in why["+ MCTS-HR (no reasoning context)"] and "AUC 0.58 over 300 leaves, against 0.86" \
+        in why["+ MCTS-HR (no reasoning context)"]
+    assert "(0 of 2)" in why["alpha 0.2 vs 1 (Eq. 9)"] and "AUC 0.70 and 0.72" in why["alpha 0.2 vs 1 (Eq. 9)"]
+    runs["rcts_sweep_alpha=0.2"][0]["rollouts"].append(["C", 0.9])              # Q_M fired on one leaf: no such why
+    assert "alpha 0.2 vs 1 (Eq. 9)" not in rcts_whys(results, runs, {"rcts_sweep_alpha=0.2": 0.2})
+    assert rcts_whys({}, {}, {}) == {}
+
+
+def test_rcts_whys_of_the_committed_run_match_its_reward_diagnostic():
+    if not (DATA_DIR / "experiments" / "rcts" / "results.json").exists():
+        pytest.skip("no committed RCTS results")
+    from kbvqa.rcts import RESULTS_DIR, load_results
+
+    auc = load_results(RESULTS_DIR)["reward_diagnostics"]["rcts"]["auc"]
+    effects = {e.name: e.why for e in rcts_effects()}
+    assert len(set(effects.values())) == len(effects) == 6
+    assert f"AUC {auc:.2f}" in effects["RCTS vs Vanilla-RAG"] and auc > 0.7      # chapter 31's cells 16-18
+
+
+def test_molt_reader_whys_are_read_from_the_run():
+    from kbvqa.paper_vs_ours.whys import molt_reader_whys
+
+    def rec(correct, rank, gt_rounds, chain=True):
+        return {"correct": correct, "gold_rank": rank, "gt_rounds": gt_rounds, "chain_valid": chain}
+
+    # weak-to-strong: the rank-1 gold enters round 4 as the challenger
+    records = {"zero_shot_tournament": [rec(True, 1, 1), rec(False, 1, 0)],
+               "sft_tournament": [rec(False, 1, 0), rec(False, 1, 0), rec(True, 1, 1), rec(False, 1, 0)],
+               "grpo_full_weak_to_strong": [rec(False, 1, 0)] * 4}
+    rows = {"zero_shot_tournament": {"format_valid": 0.967, "chain_valid": 0.762},
+            "sft_tournament": {"format_valid": 0.842, "chain_valid": 0.85}}
+    curves = {"format_reward": [1, 0, 1, 0], "process_reward": [0.3, 0.4, 0.3, 0.4],
+              "result_reward": [0, 1, 0, 1], "zero_spread_groups": [0.0] * 4}
+    results = {"rows": rows, "config": {"grpo_steps": 4}, "training": {"grpo_full": curves}}
+    why = molt_reader_whys(results, records)
+    sft = why["SFT cold start vs base tournament"]
+    assert "more chains consistent (76% -> 85%) but fewer outputs well-formed (97% -> 84%)" in sft
+    assert "50% -> 25% of the rounds it enters as the challenger" in sft
+    grpo = why["GRPO (full) vs SFT"]
+    assert grpo.startswith("4 GRPO steps") and "every group had spread, no reward trend" in grpo
+    assert "challenger fell (25% -> 0% of the rounds it enters)" in grpo and "no trend yet" not in grpo
+    curves["result_reward"] = [0, 0, 1, 1]                                   # a reward that moves
+    curves["zero_spread_groups"] = [0.4, 0.0, 0.0, 0.0]
+    grpo = molt_reader_whys(results, records)["GRPO (full) vs SFT"]
+    assert "10% of the groups had no spread, rewards that moved" in grpo
+    assert molt_reader_whys({}, {}) == {}

@@ -36,7 +36,8 @@ writes every row to ``data/experiments/effects.json`` (``python -m kbvqa.paper_v
   ``verdict_counts``, ``kbvqa.viz.effects.draw_effects`` (paper difference against ours, one marker per effect).
 
 Modules: ``effect`` (one effect, its verdicts and evidence), ``parts`` (each paper's effects from its
-committed results), ``mechanisms`` (one diagnostic per row), ``accounting`` (the fields of issue 48),
+committed results), ``mechanisms`` (one diagnostic per row), ``whys`` (the RCTS rows' and the reader-judged
+MOLT training rows' reasons, read from the run), ``accounting`` (the fields of issue 48),
 ``effects_file`` (``effects.json``). The paper numbers live in each paper
 package's ``paper.py``; this package only pairs them with ours. Leaves out: running anything.
 """

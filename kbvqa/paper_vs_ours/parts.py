@@ -3,7 +3,8 @@
 ``rcts_effects`` (RCTS Tab. 2, 4, 5), ``serts_effects`` (SeRTS Tab. 3, 6), ``reag_effects`` (ReAG
 Tab. 4, Fig. 7), ``molt_effects`` (MOLT Tab. 5, 6) and ``all_effects(parts)``. A missing results
 file raises ``ValueError`` naming it. The paper numbers live in each paper package's ``paper.py``;
-this module only pairs them with ours.
+this module only pairs them with ours, with each row's *why* (ReAG's and SeRTS's here, RCTS's and the
+reader-judged MOLT training rows' in ``whys.py``).
 
 Leaves out: running anything (``kbvqa.experiments``), the verdict rules (``effect.py``).
 """
@@ -15,9 +16,10 @@ from pathlib import Path
 from kbvqa.config import DATA_DIR
 from kbvqa.molt import paper as molt_paper
 from kbvqa.molt.results import load_records as load_molt_records
-from kbvqa.paper_vs_ours.accounting import account_molt, account_rcts, account_reag, account_serts
+from kbvqa.paper_vs_ours.accounting import account_molt, account_rcts, account_reag, account_serts, rcts_alpha
 from kbvqa.paper_vs_ours.accounting import per_question as _per_question
 from kbvqa.paper_vs_ours.effect import PARTS, Effect, as_percent, evidence_of, load_results, paired_effect
+from kbvqa.paper_vs_ours.whys import molt_reader_whys, rcts_whys
 from kbvqa.rcts import paper as rcts_paper
 from kbvqa.rcts.results import read_runs
 from kbvqa.reag.results import RUNG_BY_NAME
@@ -28,19 +30,6 @@ from kbvqa.serts.results import load_records as load_serts_records
 
 
 # ------------------------------------------------------------------------------ RCTS
-def _rcts_why(results: dict) -> str:
-    """Why the RCTS effects are what they are, from the run's own letter-vs-text diagnostic
-    (``kbvqa.rcts.diagnostics.answer_text_table``; chapter 14's fourth suspect)."""
-    texts = results.get("answer_text") or {}
-    zs, rag = texts.get("zero_shot") or {}, texts.get("vanilla_rag") or {}
-    if zs.get("n") and rag.get("n"):
-        return (f"the reader's scored letter stays near chance with any examples ({rag['letter_accuracy']:.0%} with "
-                f"the top 3), yet the answer text its rationale names is right {rag['text_accuracy']:.0%} of the time "
-                f"with them vs {zs['text_accuracy']:.0%} zero-shot: it reads its examples and names a wrong letter "
-                "for the text (options are shuffled), and rewards built on letters carry no signal (chapter 14)")
-    return "the model's letter does not follow its context (chapter 14's diagnostics)"
-
-
 def rcts_effects(out: Path | None = None, verify_git: bool = False) -> list[Effect]:
     """RCTS Tab. 2 (ScienceQA, Qwen2-VL-2B), Tab. 4 (7B) and Tab. 5 on the toy multiple-choice split,
     with the accounting of ``accounting.account_rcts``."""
@@ -59,13 +48,15 @@ def rcts_effects(out: Path | None = None, verify_git: bool = False) -> list[Effe
               (rcts_paper.PAPER_TAB4[(False, False)]["ScienceQA"], rcts_paper.PAPER_TAB4[(True, False)]["ScienceQA"])),
              ("alpha 0.2 vs 1 (Eq. 9)", "Tab. 5 ScienceQA 7B", "rcts_sweep_alpha=1", "rcts_sweep_alpha=0.2",
               (rcts_paper.PAPER_TAB5[1.0]["ScienceQA"], rcts_paper.PAPER_TAB5[0.2]["ScienceQA"]))]
-    effects, why = [], _rcts_why(results)
+    alphas = {row: rcts_alpha(out, row) for row in runs}
+    effects, whys = [], rcts_whys(results, runs, alphas)
     for name, source, base, treat, paper in specs:
         if base not in runs or treat not in runs:
             raise ValueError(f"{out / 'runs'} lacks {base!r} or {treat!r}")
         b = {r["id"]: bool(r["correct"]) for r in runs[base]}
         t = {r["id"]: bool(r["correct"]) for r in runs[treat]}
         before, after, interval, n = paired_effect(b, t)
+        why = whys.get(name, "the model's letter does not follow its context (chapter 14's diagnostics)")
         effects.append(Effect("RCTS", name, source, "accuracy %", paper, (before, after), interval, n, why,
                               evidence_of(results.get("provenance"))))
     return account_rcts(effects, out, results, runs, {s[0]: (s[2], s[3]) for s in specs}, verify_git)
@@ -259,13 +250,11 @@ def serts_effects(out: Path | None = None, verify_git: bool = False) -> list[Eff
 # ------------------------------------------------------------------------------ MOLT
 _SCRIPTED_WHY = ("a scripted comparator that errs with probability 0.1 per round the gold candidate plays: "
                  "the schedule's mechanism without a trained judge")
-# Why a row differs when the reader judges: what chapters 27-28 measure on its records (the effect's name -> why).
+# Why a row differs when the reader judges: what chapters 27-28 measure on its records (the effect's name -> why);
+# the two training rows' reasons are read from the run (``whys.molt_reader_whys``).
 _READER_JUDGE_WHY = {
     "tournament vs one-shot 5-way (base)": "the one-shot answer is the first listed candidate (the retriever's "
     "rank 1), and the one-pass judge keeps the incumbent: the rank-1 gold, entering last, rarely wins (ch. 28)",
-    "SFT cold start vs base tournament": "the cold start fixed broken chains, which had ended on the rank-1 candidate "
-    "by accident, but not the comparison (ch. 28)",
-    "GRPO (full) vs SFT": "a dozen GRPO steps on a CPU (the paper: 500+): groups have spread, no trend yet (ch. 27)",
     "process reward R_proc (full vs w/o)": "a dozen GRPO steps each (the paper: 500+): too few for the reward's terms "
     "to part (ch. 27)",
     "weak-to-strong vs random schedule": "the judge keeps the incumbent: a schedule that makes a likely gold defend "
@@ -286,7 +275,7 @@ def molt_effects(out: Path | None = None, verify_git: bool = False) -> list[Effe
     judge = {"reader": "the reader (SmolLM2-135M with a toy-world vision tower; SFT and GRPO as LoRA adapters)",
              "tiny": "a 1.45M-parameter judge trained for minutes on the toy world"}.get(evidence, "a hub VLM judge")
     why = f"{judge} vs Qwen3-VL-4B/8B; 5 candidates as the paper"
-    reasons = _READER_JUDGE_WHY if evidence == "reader" else {}
+    reasons = {**_READER_JUDGE_WHY, **molt_reader_whys(results, records)} if evidence == "reader" else {}
     specs = [("tournament vs one-shot 5-way (base)", "Tab. 5", "zero_shot_one_shot", "zero_shot_tournament", (0, 1)),
              ("SFT cold start vs base tournament", "Tab. 5", "zero_shot_tournament", "sft_tournament", (1, 2)),
              ("GRPO (full) vs SFT", "Tab. 5", "sft_tournament", "grpo_full_weak_to_strong", (2, 4)),
