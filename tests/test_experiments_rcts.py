@@ -209,6 +209,13 @@ def test_summary_tables_and_live_agreement(tmp_path):
     assert set(main) == {"zero_shot", "icl_random", "vanilla_rag", "rcts"} and main["rcts"]["paper"] == 78.99
     assert main["rcts"]["n"] == 4 and 0 <= main["rcts"]["low"] <= main["rcts"]["accuracy"] <= main["rcts"]["high"]
     assert len(results["tables"]["rollouts"]) == len(GROUPS["rollouts"])
+    # every rollout keeps its Q_S and Q_M (issue 52), and the row the share of leaves with Q_M > 0
+    rcts_records = read_run(tmp_path / "runs" / "rcts.jsonl")[1]
+    parts = [q for r in rcts_records for q in r["rollout_rewards"]]
+    assert all(len(r["rollout_rewards"]) == len(r["rollouts"]) for r in rcts_records)
+    assert main["rcts"]["mutual_positive_share"] == (
+        sum(qm > 0 for _, qm in parts) / len(parts) if parts else None)
+    assert main["zero_shot"]["mutual_positive_share"] is None
     assert results["rcts_minus_vanilla_rag"]["n"] == 4
     assert group_table(load_results(tmp_path), "main")[0]["method"] == "Zero-Shot"
     committed = read_run(tmp_path / "runs" / "rcts.jsonl")[1]
@@ -311,6 +318,11 @@ def test_rcts_toy_rows_outside_the_groups_raise_before_any_model_loads():
 
     with pytest.raises(ValueError, match="not among the runs"):
         main(["--groups", "main", "--rows", "zero_shot", "oracle"])
+    with pytest.raises(SystemExit) as exit_info:         # a plain KB has no worked solution to show
+        main(["--plain-kb", "--out", "/nonexistent"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["--reward-decoding", "all"])
 
 
 def test_rcts_figures_name_each_rows_n_when_the_rows_differ():
@@ -331,3 +343,33 @@ def test_rcts_figures_name_each_rows_n_when_the_rows_differ():
             assert all(f"(n = {r['n']})" in t for r, t in zip(rows, ticks)), ticks
         else:
             assert f"n = {rows[0]['n']}" in ax.get_title()
+
+
+def test_the_verifier_row_re_answers_each_draft_once_in_one_more_call():
+    """Issue 52's control: top-K + context, then one App. C.1 re-answer of the draft's reasoning."""
+    setting, vlm = small_setting(4), FakeVLM()
+    drafts = list(run_row(ROWS["vanilla_rag_rc"], setting, vlm, seed=0))
+    calls = vlm.calls
+    verified = list(run_row(ROWS["verifier_rc"], setting, FakeVLM(), seed=0))
+    assert calls == 1 and all(r["calls"] == 2 / 4 and r["completions"] == 2 for r in verified)
+    for d, v in zip(drafts, verified):
+        assert v["examples"] == d["examples"] and v["draft"] == d["response"] and v["draft_answer"] == d["pred"]
+        assert "BECAUSE" not in v["response"] or v["response"] != d["response"]   # the re-answer, not the draft
+    # the re-answer reads the draft's reasoning in App. C.1's prompt
+    from kbvqa.rcts.baselines import BaselineAnswer, verify_once
+    from kbvqa.rcts.prompts import CallCounter
+
+    class Recorder(FakeVLM):
+        def generate(self, prompts, n=1, **kwargs):
+            self.prompts = prompts
+            return [["The answer is C."] for _ in prompts]
+
+    builder, q = setting.builder(True), setting.queries[0]
+    draft = BaselineAnswer(q.id, "A", "The answer is A. BECAUSE: the creature has dots.", [])
+    silent = BaselineAnswer(q.id, "B", "no reasoning here", [])
+    rec, counter = Recorder(), CallCounter()
+    out = verify_once(rec, [q, q], [draft, silent], builder, counter=counter)
+    assert [o.answer for o in out] == ["C", "B"] and counter.calls == 1 and len(rec.prompts) == 1
+    assert "the creature has dots." in rec.prompts[0][-1]["content"][-1]["text"]
+    with pytest.raises(ValueError):
+        verify_once(rec, [q], [], builder)

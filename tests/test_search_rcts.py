@@ -233,3 +233,73 @@ def test_leaf_parallel_steps_cut_calls_and_keep_p_leaves():
     assert [len(prompts) for prompts, _, _ in vlm.calls][::2] == [3, 3]        # 3 simulations per call
     assert len({r.actions for r in res.rollouts}) == 6                            # distinct leaves
     assert all(kw.get("stop") == ["\n"] for _, _, kw in vlm.calls[1::2])        # reward samples cut
+
+
+# --- issue 52: reward samples that reach the answer after a reasoning context ----------------------
+RECORDED = ("**THOUGHT PROCESS:**\nLook at the colour of the creature: this duskgill is grey. Grey duskgills "
+            "raise their young in autumn. So the answer is autumn.\n**FINAL ANSWER:**\nThe answer is D.\n"
+            "BECAUSE: Grey duskgills raise their young in autumn.")   # mc_test-00001 of the committed rcts run
+
+
+class ContextBuilder(FakeBuilder):
+    """A with-context builder: responses are RECORDED-style, read with the release's parser."""
+
+    with_context = True
+
+    def self_check(self, query, response):
+        from kbvqa.rcts.prompts import reasoning_of
+        return ("self", response) if reasoning_of(response) else None
+
+    def parse(self, text, query):
+        from kbvqa.parsers import parse_rcts_answer
+        return parse_rcts_answer(text, "ABCD").letter
+
+
+class DecodingVLM:
+    """Answers every prompt with RECORDED, decoded as ``generate`` would: cut at the first stop
+    string, then at ``max_new_tokens`` whitespace-separated words."""
+
+    def __init__(self):
+        self.kwargs = []
+
+    def generate(self, prompts, n=1, max_new_tokens=64, stop=None, **kwargs):
+        import re
+        self.kwargs.append({"max_new_tokens": max_new_tokens, "stop": stop})
+        text = RECORDED
+        for s in stop or []:
+            text = text.split(s)[0]
+        pieces, words, out = re.split(r"(\s+)", text), 0, ""
+        for piece in pieces:
+            words += bool(piece.strip())
+            if words > max_new_tokens:
+                break
+            out += piece
+        return [[out] * n for _ in prompts]
+
+
+@pytest.mark.parametrize("decoding,positive", [("line", False), ("answer", True)])
+def test_reward_samples_reach_the_answer_after_a_reasoning_context(decoding, positive):
+    """The committed decoding (8 tokens, cut at "\\n") ends every with-context sample at
+    "**THOUGHT PROCESS:**": no letter, so Q_S = Q_M = 0 although every answer agrees with the gold
+    (issue 52). Decoding up to the reason reads the FINAL ANSWER line: Q_M > 0."""
+    refs = [(Ex(f"e{i}", ["D"]), 1.0 - 0.1 * i) for i in range(4)]
+    vlm = DecodingVLM()
+    cfg = RCTSConfig(K=2, N=4, P=2, early_stop=False, reward_decoding=decoding)
+    res = rcts_search(vlm, Ex("q", ["D"]), refs, cfg, ContextBuilder())
+    assert res.rollouts and all(r.answer == "D" for r in res.rollouts)
+    assert all((r.q_mutual > 0) == positive and (r.q_self > 0) == positive for r in res.rollouts)
+    rewards = [k for k in vlm.kwargs if k["max_new_tokens"] != cfg.max_new_tokens]
+    assert rewards and all(("\n" in (k["stop"] or [])) != positive for k in rewards)
+
+
+def test_reward_decoding_keeps_the_line_without_a_context_and_refuses_a_newline_stop():
+    from kbvqa.rcts.mcts_hr import reward_generation
+
+    cfg = RCTSConfig(reward_decoding="answer")
+    assert reward_generation(cfg, False) == {"max_new_tokens": 8, "stop": ["\n"]}
+    assert reward_generation(cfg, True) == {"max_new_tokens": 96, "stop": ["BECAUSE"]}
+    assert reward_generation(RCTSConfig(), True) == {"max_new_tokens": 8, "stop": ["\n"]}
+    for bad in (dict(reward_decoding="answer", reward_answer_stop=("\n",)), dict(reward_decoding="all"),
+                dict(reward_answer_max_new_tokens=0)):
+        with pytest.raises(ValueError):
+            RCTSConfig(**bad)

@@ -151,3 +151,36 @@ def test_toy_prompt_builder_turns_and_no_gold_leak(world):
     assert b.parse("The answer is Z.", q) is None                     # not an option letter
     plain = MCPromptBuilder(cfg=b.cfg)                                 # no world: Query.image
     assert [t["role"] for t in plain.kshot(q, exs[:1])] == ["system", "user", "assistant", "user"]
+
+
+def test_a_plain_knowledge_base_shows_no_worked_solution(world):
+    """Issue 52: the paper's knowledge base holds question-answer pairs "without detailed reasoning
+    procedures". Plain examples answer "The answer is X." alone; with a context, only the reasoner's."""
+    q, exs = world.mc_test[0], world.mc_kb[:2]
+    answers = lambda chat: [t["content"][0]["text"] for t in chat if t["role"] == "assistant"]  # noqa: E731
+    plain = MCPromptBuilder(world, plain_kb=True)
+    assert answers(plain.kshot(q, exs)) == [f"The answer is {e.answer}." for e in exs]
+    contexts = {e.id: f"the reasoner's context for {e.id}" for e in exs}
+    with_context = MCPromptBuilder(world, with_context=True, contexts=contexts, plain_kb=True)
+    for text, e in zip(answers(with_context.kshot(q, exs)), exs):
+        assert contexts[e.id] in text and text.rstrip().endswith(f"The answer is {e.answer}.")
+        assert "BECAUSE" not in text and e.solution not in text
+    assert all("BECAUSE" in t for t in answers(MCPromptBuilder(world).kshot(q, exs)))   # the default keeps it
+    with pytest.raises(ValueError, match="reasoner"):
+        MCPromptBuilder(world, with_context=True, plain_kb=True).kshot(q, exs)
+
+
+def test_a_plain_knowledge_base_setting_needs_contexts_and_changes_the_fingerprint(world):
+    from kbvqa.rcts.runs import ROWS, spec_fingerprint
+    from kbvqa.rcts.settings import toy_setting
+
+    retrieval = {"candidates": {q.id: [[e.id, 1.0] for e in world.mc_kb[:3]] for q in world.mc_test[:2]}}
+    with pytest.raises(ValueError, match="contexts"):
+        toy_setting(world, retrieval, limit=2, plain_kb=True)
+    contexts = {e.id: "a context" for e in world.mc_kb[:3]}
+    plain = toy_setting(world, retrieval, limit=2, contexts=contexts, plain_kb=True)
+    usual = toy_setting(world, retrieval, limit=2, contexts=contexts)
+    assert spec_fingerprint(ROWS["zero_shot"], plain, 0)["plain_kb"] is True
+    assert "plain_kb" not in spec_fingerprint(ROWS["zero_shot"], usual, 0)
+    fingerprint = spec_fingerprint(ROWS["rcts"], usual, 0)["rcts"]
+    assert "reward_decoding" not in fingerprint and fingerprint["reward_stop"] == ["\n"]  # committed runs' keys

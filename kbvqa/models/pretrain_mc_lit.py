@@ -62,10 +62,21 @@ def mc_question_text(q: Query) -> str:
     return render_prompt("rcts_mc", question=q.question, context=q.context or "N/A", choices=mc_choices(q))
 
 
-def mc_answer_text(q: Query, with_context: bool = False, context: str | None = None) -> str:
+def mc_answer_text(q: Query, with_context: bool = False, context: str | None = None, plain: bool = False) -> str:
     """The RCTS answer of ``q``; ``with_context`` adds its reasoning context C_i: ``context`` when
     given (a model's, RCTS §3.2), else the toy world's worked solution. The reason after BECAUSE is
-    always the worked solution's (the dataset's explanation, as ScienceQA's in the official code)."""
+    always the worked solution's (the dataset's explanation, as ScienceQA's in the official code).
+
+    ``plain``: the paper's premise of a knowledge base of question-answer pairs "without detailed
+    reasoning procedures" (§3.2; issue 52): "The answer is X." with no BECAUSE line, and with a
+    context only the given one (a reasoner's), never the worked solution."""
+    if plain:
+        if not with_context:
+            return f"The answer is {q.answer}."
+        if context is None:
+            raise ValueError(f"a plain knowledge base has no worked solution to show for {q.id}: pass the "
+                             "reasoner's context (toy_setting(..., contexts=...), kbvqa.rcts.contexts_of)")
+        return render_prompt("rcts_mc_rc_answer_plain", thought_process=context, letter=q.answer)
     sentences = q.solution.split(". ")
     reason = sentences[1].rstrip(".") + "." if len(sentences) > 2 else q.solution
     if with_context:
@@ -75,10 +86,11 @@ def mc_answer_text(q: Query, with_context: bool = False, context: str | None = N
 
 
 def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = False,
-            contexts: dict[str, str] | None = None) -> list[dict]:
+            contexts: dict[str, str] | None = None, plain: bool = False) -> list[dict]:
     """System turn, one (user, assistant) pair per example, then the query's user turn; with
     ``with_context`` each example's reasoning context is ``contexts[example id]`` where present,
-    else its worked solution (``mc_answer_text``)."""
+    else its worked solution (``mc_answer_text``; ``plain``: the answers of a knowledge base without
+    worked solutions)."""
     name = "rcts_mc_rc" if with_context else "rcts_mc"
 
     def user(item):
@@ -91,7 +103,7 @@ def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = Fa
     for ex in examples:
         turns += [user(ex)[-1], {"role": "assistant",
                                  "content": [{"type": "text", "text": mc_answer_text(
-                                     ex, with_context, (contexts or {}).get(ex.id))}]}]
+                                     ex, with_context, (contexts or {}).get(ex.id), plain)}]}]
     return chat[:-1] + turns + chat[-1:]
 
 

@@ -1,6 +1,8 @@
 """The baselines MCTS-HR is compared with (RCTS Tab. 2-4): zero-shot, ICL with K random knowledge-
 base examples, and Vanilla-RAG with the top-K retrieved examples -- each one greedy K-shot prompt
-per query, parsed like the search's answers (``parse_rcts_answer`` through the prompt builder).
+per query, parsed like the search's answers (``parse_rcts_answer`` through the prompt builder) --
+and a control of ours, ``verify_once``: a draft's reasoning re-answered once in App. C.1's prompt
+(verification without search, issue 52).
 
 Every function answers a list of queries with ONE batched ``vlm.generate`` call (rows split into
 ``batch_size`` forward passes inside it) and can share a ``CallCounter`` with the search, so costs
@@ -86,3 +88,34 @@ def vanilla_rag(vlm, queries: Sequence[Any], candidates: Sequence[Sequence[tuple
         raise ValueError(f"one candidate list per query: {len(queries)} queries, {len(candidates)} lists")
     examples = [top_k(c, k) for c in candidates]
     return _answer(vlm, queries, examples, builder, counter, "vanilla_rag", max_new_tokens, seed, batch_size)
+
+
+@dataclass
+class VerifiedAnswer(BaselineAnswer):
+    draft: str = ""             # the first call's response (its reasoning is what the re-answer reads)
+    draft_answer: str | None = None
+
+
+def verify_once(vlm, queries: Sequence[Any], drafts: Sequence[BaselineAnswer], builder: PromptBuilder, *,
+                counter: CallCounter | None = None, max_new_tokens: int = 16, seed: int = 0,
+                batch_size: int = 16) -> list[VerifiedAnswer]:
+    """The two-call verifier control of issue 52: each draft's reasoning is handed back once in RCTS
+    App. C.1's "answer with the reasoning context" prompt (``builder.self_check``, Eq. 7's prompt),
+    greedy, and that re-answer is the answer. A draft without reasoning keeps its own answer (no
+    request). It verifies like Q_S does, without any search or re-ranking: beside RCTS, it says how
+    much of a gain verification alone buys. All re-answers go in ONE batched call."""
+    if len(drafts) != len(queries):
+        raise ValueError(f"one draft per query: {len(queries)} queries, {len(drafts)} drafts")
+    counter = counter if counter is not None else CallCounter()
+    checks = [builder.self_check(q, d.response) for q, d in zip(queries, drafts)]
+    asked = [i for i, c in enumerate(checks) if c is not None]
+    texts = generate_batched(vlm, [(checks[i], 1) for i in asked], counter, "verify", temperature=0.0,
+                             max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size)
+    again = {i: t[0] for i, t in zip(asked, texts)}
+    out = []
+    for i, (q, d) in enumerate(zip(queries, drafts)):
+        response = again.get(i, d.response)
+        answer = builder.parse(response, q) if i in again else d.answer
+        out.append(VerifiedAnswer(d.query_id, answer, response, d.example_ids, draft=d.response,
+                                  draft_answer=d.answer))
+    return out

@@ -131,12 +131,13 @@ def answer_text_table(queries: dict, runs: dict[str, list[dict]]) -> dict[str, d
     option's text, with its Wilson interval), the share of responses naming any text, and how often
     the named text is the option at the scored letter (1.0: the model's letter and rationale agree).
     ``queries``: question id -> multiple-choice query (``options``, ``answers``); records without a
-    stored response (older runs) or of unknown questions are skipped."""
+    stored response (older runs) or of unknown questions are skipped. A verifier's record names its
+    text in its ``draft`` (the re-answer is a letter alone)."""
     table = {}
     for run, records in runs.items():
         rows = [(r, queries[r["id"]]) for r in records if "response" in r and r["id"] in queries]
         n = len(rows)
-        named = [named_answer(r["response"]) for r, _ in rows]
+        named = [named_answer(r.get("draft", r["response"])) for r, _ in rows]   # a verifier's reasoning: its draft
         texts = [[" ".join(o.split()).lower() for o in q.options] for _, q in rows]
         gold = [t[ord(q.answers[0]) - 65] if len(q.answers[0]) == 1 and 0 <= ord(q.answers[0]) - 65 < len(t)
                 else None for (_, q), t in zip(rows, texts)]

@@ -42,6 +42,7 @@ from kbvqa.rcts.tree import BACKPROP_RULES, Node, best_leaf, best_path_official,
 from kbvqa.search.uct import OFFICIAL_ROOT_UCT, SELECTION_RULES, UCT_VARIANTS, select_index, uct_score
 
 EXPANSION_RULES = ("paper", "official")
+REWARD_DECODINGS = ("line", "answer")
 FINAL_RULES = ("path_sum", "max_leaf")
 
 
@@ -71,6 +72,13 @@ class RCTSConfig:
     reward_max_new_tokens: int = 8   # tokens of a reward sample (only "The answer is X." is read)
     reward_stop: tuple[str, ...] = ("\n",)  # cut reward samples here; () when answers follow a
                                  # reasoning part (prompt builder with_context=True; raise the tokens)
+    reward_decoding: str = "line"  # "line": every reward sample as above (the committed runs; issue 52
+                                 # found it cuts each with-context sample at "**THOUGHT PROCESS:**", before
+                                 # any letter, so Q_M = 0) | "answer": with-context prompts sample
+                                 # reward_answer_max_new_tokens tokens up to reward_answer_stop, enough to
+                                 # reach the FINAL ANSWER line; prompts without context keep the line
+    reward_answer_max_new_tokens: int = 96   # "answer": a reasoning + "The answer is X." fits (issue 52)
+    reward_answer_stop: tuple[str, ...] = ("BECAUSE",)  # "answer": stop after the letter, at the reason
     rollouts_per_step: int = 1   # leaves selected+expanded before one batched simulate/reward pair
                                  # (1: the paper's sequential search; >1: leaf-parallel, fewer calls)
     batch_size: int = 16         # rows per forward pass inside one generate call
@@ -80,7 +88,7 @@ class RCTSConfig:
 
     def __post_init__(self):
         for name in ("K", "N", "width", "P", "n_self", "n_mutual", "n_mutual_refs", "max_new_tokens",
-                     "reward_max_new_tokens", "batch_size", "rollouts_per_step"):
+                     "reward_max_new_tokens", "reward_answer_max_new_tokens", "batch_size", "rollouts_per_step"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"RCTSConfig.{name} must be an int >= 1, got {value!r}")
@@ -98,6 +106,12 @@ class RCTSConfig:
                               ("expansion", EXPANSION_RULES), ("final", FINAL_RULES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"RCTSConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.reward_decoding not in REWARD_DECODINGS:
+            raise ValueError(f"RCTSConfig.reward_decoding must be one of {REWARD_DECODINGS}, "
+                             f"got {self.reward_decoding!r}")
+        if self.reward_decoding == "answer" and any("\n" in stop for stop in self.reward_answer_stop):
+            raise ValueError("RCTSConfig.reward_answer_stop must not hold a newline: with a reasoning context "
+                             "the answer comes lines after the sample starts (issue 52); use e.g. ('BECAUSE',)")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
 
@@ -159,6 +173,14 @@ def expansion_probabilities(scores: Sequence[float], rule: str = "paper") -> np.
     return w / w.sum() if w.sum() > 0 else np.full(s.size, 1.0 / s.size)
 
 
+def reward_generation(config: RCTSConfig, with_context: bool) -> dict:
+    """``max_new_tokens`` and ``stop`` of the reward samples (Eq. 7-8) for prompts with or without a
+    reasoning context, by ``config.reward_decoding`` (see ``RCTSConfig``)."""
+    if config.reward_decoding == "answer" and with_context:
+        return {"max_new_tokens": config.reward_answer_max_new_tokens, "stop": list(config.reward_answer_stop) or None}
+    return {"max_new_tokens": config.reward_max_new_tokens, "stop": list(config.reward_stop) or None}
+
+
 class SearchState:
     """One search's state, with each MCTS-HR step as a method a reader can call in turn:
     ``select()`` -> a node, ``expand(node, "sample" | "greedy", origin, index)`` -> a new leaf,
@@ -199,7 +221,7 @@ class SearchState:
             [(resp, [self.examples[a] for a in leaf.actions]) for leaf, resp in leaves], self.examples,
             alpha=cfg.alpha, n_self=cfg.n_self, n_mutual=cfg.n_mutual, mutual=cfg.mutual,
             n_refs=cfg.n_mutual_refs, counter=self.counter, temperature=cfg.temperature,
-            max_new_tokens=cfg.reward_max_new_tokens, stop=list(cfg.reward_stop) or None, seed=self._seed(),
+            **reward_generation(cfg, getattr(self.builder, "with_context", False)), seed=self._seed(),
             batch_size=cfg.batch_size, share_prefix=cfg.share_prefix)
         for (leaf, resp), score, sel in zip(leaves, scores, selected):
             index = len(self.records)

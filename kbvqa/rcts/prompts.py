@@ -74,6 +74,8 @@ class MCPromptBuilder:
     with_context: bool = False   # examples carry their reasoning context C_i (the RCTS knowledge base)
     contexts: dict | None = None  # C_i by example id (RCTS §3.2, a reasoner's: kbvqa.rcts.context_kb);
                                   # None: each example's own (the toy worked solution, a KBExample's)
+    plain_kb: bool = False       # examples answer "The answer is X." with no worked solution, the paper's
+                                 # premise (§3.2, issue 52); with a context, only ``contexts``' (a reasoner's)
 
     def __post_init__(self):
         if self.cfg is None:
@@ -92,11 +94,13 @@ class MCPromptBuilder:
 
     def kshot(self, query: Query, examples: list[Query]) -> list[dict]:
         if self.world is not None:
-            return mc_chat(self.world, query, list(examples), self.cfg, self.with_context, self.contexts)
+            return mc_chat(self.world, query, list(examples), self.cfg, self.with_context, self.contexts,
+                           self.plain_kb)
         chat, turns = self._user(query), []
         for ex in examples:
             context = (self.contexts or {}).get(ex.id) or getattr(ex, "reasoning_context", None) or None
-            turns += [self._user(ex)[-1], _text_turn("assistant", mc_answer_text(ex, self.with_context, context))]
+            turns += [self._user(ex)[-1],
+                      _text_turn("assistant", mc_answer_text(ex, self.with_context, context, self.plain_kb))]
         return chat[:-1] + turns + chat[-1:]
 
     def self_check(self, query: Query, response: str) -> list[dict] | None:

@@ -38,7 +38,7 @@ PAIRED = (("vanilla_rag", "zero_shot"), ("rcts", "vanilla_rag"))   # RCTS Tab. 2
 RESULTS_DIR = DATA_DIR / "experiments" / "rcts"     # the committed toy run (python -m kbvqa.experiments.rcts_toy)
 PAPER_SOURCE = {"main": "Tab. 2, ScienceQA, Qwen2-VL-2B", "ablation": "Tab. 4, ScienceQA, Qwen2-VL-7B",
                 "alpha": "Tab. 5, ScienceQA, Qwen2-VL-7B", "rollouts": "Fig. 5b (values not printed)",
-                "diagnostics": "none (our diagnostics)"}
+                "diagnostics": "none (our diagnostics)", "controls": "none (our controls, issue 52)"}
 
 
 def read_runs(out) -> dict[str, list[dict]]:
@@ -60,7 +60,9 @@ def _row(name: str, run: str, records: list[dict], kind: str, correct: list[bool
 
     def mean(key):
         return sum(r[key] for r in records) / n if n else None
+    parts = [q for r in records for q in r.get("rollout_rewards", [])]
     return {"row": name, "run": run, "label": ROWS[run].label, "n": n, "accuracy": k / n if n else None,
+            "mutual_positive_share": (sum(q_mutual > 0 for _, q_mutual in parts) / len(parts)) if parts else None,
             "low": low, "high": high, "paper": paper, "calls": mean("calls"), "completions": mean("completions"),
             "seconds": mean("seconds"),
             "early_stop_rate": (sum(s == "early_stop" for s in stops) / len(stops)) if stops else None}

@@ -13,6 +13,10 @@ A *row* is one method with one configuration (``RowSpec``); ``GROUPS`` lists the
                   a longer one with the same seed, so no extra model call is needed;
 - ``diagnostics`` oracle example sets (``kbvqa.rcts.diagnostics.oracle_examples``), with and without
                   reasoning contexts: what the model does with the best examples the KB holds.
+- ``controls``    top-K + reasoning context, the same re-answered once in App. C.1's prompt
+                  (``verifier_rc``, ``kbvqa.rcts.baselines.verify_once``: verification without
+                  search; its records keep the first call's ``draft``) and RCTS, on the questions all
+                  three answered: does RCTS's gain come from its search or from verifying (issue 52)?
 
 ``Setting`` holds what a row runs on (queries, knowledge base, candidates per query, a prompt
 builder per reasoning-context switch), so the same code serves the toy world and ScienceQA
@@ -40,14 +44,14 @@ from typing import Any
 
 from kbvqa.data.schema import option_letters
 from kbvqa.metrics.choice import scienceqa_parse_choice
-from kbvqa.rcts.baselines import random_examples, top_k, vanilla_rag
+from kbvqa.rcts.baselines import random_examples, top_k, vanilla_rag, verify_once
 from kbvqa.rcts.diagnostics import oracle_examples
 from kbvqa.rcts.mcts_hr import RCTSConfig, rcts_search
 from kbvqa.rcts.paper import ablation_row, alpha_row, rollouts_row
 from kbvqa.rcts.prompts import CallCounter
 from kbvqa.rcts.tree import BACKPROP_RULES, Node, best_leaf, best_path_official, tree_to_records
 
-METHODS = ("zero_shot", "icl_random", "vanilla_rag", "oracle", "rcts")
+METHODS = ("zero_shot", "icl_random", "vanilla_rag", "oracle", "rcts", "verifier")
 ALPHAS = (0.0, 0.2, 0.5, 0.8, 1.0)
 ROLLOUTS = (1, 2, 3, 4, 6, 8, 10)
 
@@ -74,7 +78,8 @@ def _rows() -> dict[str, RowSpec]:
             RowSpec("vanilla_rag_rc", "vanilla_rag", True, label="top-K + reasoning context"),
             RowSpec("rcts_no_rc", "rcts", False, label="MCTS-HR without reasoning context"),
             RowSpec("oracle", "oracle", False, label="oracle examples"),
-            RowSpec("oracle_rc", "oracle", True, label="oracle examples + reasoning context")]
+            RowSpec("oracle_rc", "oracle", True, label="oracle examples + reasoning context"),
+            RowSpec("verifier_rc", "verifier", True, label="top-K + reasoning context, re-answered once")]
     rows += [RowSpec(f"rcts_sweep_{alpha_row(a)}", "rcts", True, (("alpha", a), ("early_stop", False)),
                      sweep=True, label=f"RCTS, alpha = {a:g}, no early stop") for a in ALPHAS]
     return {r.name: r for r in rows}
@@ -90,6 +95,7 @@ GROUPS: dict[str, dict[str, str]] = {          # group -> {table row name: run n
     "rollouts": {rollouts_row(p): SWEEP_BASE for p in ROLLOUTS},
     "diagnostics": {"zero_shot": "zero_shot", "vanilla_rag": "vanilla_rag", "oracle": "oracle",
                     "oracle_rc": "oracle_rc"},
+    "controls": {"vanilla_rag_rc": "vanilla_rag_rc", "verifier_rc": "verifier_rc", "rcts": "rcts"},
 }
 
 
@@ -114,6 +120,7 @@ class Setting:
     rcts_defaults: dict = field(default_factory=dict)  # RCTSConfig fields shared by every RCTS row
     contexts_id: str = ""                             # hash of the reasoning contexts the with-context
                                                       # prompts use ("": the examples' own solutions)
+    plain_kb: bool = False                            # examples without worked solutions (issue 52)
 
 
 def _gold(q) -> str | None:
@@ -185,11 +192,17 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
             batch, counter, t0 = todo[start:start + chunk], CallCounter(), time.perf_counter()
             examples = [_examples_for(spec, q, setting, seed) for q in batch]
             answers = _answer_with(vlm, batch, examples, builder, counter, seed)
+            if spec.method == "verifier":
+                answers = verify_once(vlm, batch, answers, builder, counter=counter, seed=seed)
             seconds = (time.perf_counter() - t0) / len(batch)
+            completions = counter.completions / len(batch) if spec.method == "verifier" else 1
             for q, exs, a in zip(batch, examples, answers):
-                yield {"id": q.id, "gold": _gold(q), **_scored(q, a.response, a.answer),
-                       "calls": counter.calls / len(batch), "completions": 1, "seconds": round(seconds, 4),
-                       "examples": [e.id for e in exs]}
+                record = {"id": q.id, "gold": _gold(q), **_scored(q, a.response, a.answer),
+                          "calls": counter.calls / len(batch), "completions": completions,
+                          "seconds": round(seconds, 4), "examples": [e.id for e in exs]}
+                if spec.method == "verifier":
+                    record.update(draft=str(a.draft)[:400], draft_answer=a.draft_answer)
+                yield record
         return
 
     config = rcts_config(spec, setting, seed)
@@ -200,7 +213,8 @@ def run_row(spec: RowSpec, setting: Setting, vlm, seed: int = 0, skip: Sequence[
                   "calls": result.calls, "completions": result.completions,
                   "seconds": round(time.perf_counter() - t0, 4), "examples": [e.id for e in result.examples],
                   "stop": result.stop_reason, "zero_shot": result.zero_shot_answer,
-                  "rollouts": [[r.answer, round(r.reward, 6)] for r in result.rollouts]}
+                  "rollouts": [[r.answer, round(r.reward, 6)] for r in result.rollouts],
+                  "rollout_rewards": [[round(r.q_self, 6), round(r.q_mutual, 6)] for r in result.rollouts]}
         if spec.sweep:
             record["tree"] = compact_tree(result.root)
         yield record
@@ -242,8 +256,13 @@ def spec_fingerprint(spec: RowSpec, setting: Setting, seed: int) -> dict:
     out = {"row": dataclasses.asdict(spec), "seed": seed, "k": setting.k}
     if spec.method == "rcts":
         out["rcts"] = dataclasses.asdict(rcts_config(spec, setting, seed))
-        if not out["rcts"]["share_prefix"]:       # the runs made before the option keep their fingerprint
-            del out["rcts"]["share_prefix"]
+        # the runs made before these options keep their fingerprint while the options keep their defaults
+        for name, default in (("share_prefix", False), ("reward_decoding", "line"),
+                              ("reward_answer_max_new_tokens", 96), ("reward_answer_stop", ("BECAUSE",))):
+            if out["rcts"][name] == default:
+                del out["rcts"][name]
     if spec.with_context and setting.contexts_id:
         out["contexts"] = setting.contexts_id
+    if setting.plain_kb:                  # every row's examples change, with or without a context
+        out["plain_kb"] = True
     return json.loads(json.dumps(out))    # as it reads back from a file (tuples -> lists)

@@ -82,11 +82,16 @@ def retrieval_diagnostics(world, retrieval: dict) -> dict:
 
 
 def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: int = 3,
-                contexts: dict[str, str] | None = None) -> Setting:
+                contexts: dict[str, str] | None = None, plain_kb: bool = False) -> Setting:
     """The toy world's ``Setting``: ``mc_test`` (first ``limit``, or the given ``ids``), ``mc_kb``,
     the cached candidates and ``MCPromptBuilder(world)`` prompts. ``contexts`` (KB example id ->
     reasoning context C_i, RCTS §3.2: ``contexts_of`` a reasoner's knowledge base) replace the worked
-    solutions in the with-context prompts; every candidate of the chosen questions must have one."""
+    solutions in the with-context prompts; every candidate of the chosen questions must have one.
+    ``plain_kb``: every row's examples answer without a worked solution (the paper's premise, issue
+    52), so the with-context rows get the rule only from ``contexts``, which it then requires."""
+    if plain_kb and contexts is None:
+        raise ValueError("plain_kb=True needs the reasoner's contexts (contexts=contexts_of(...)): a plain "
+                         "knowledge base has no worked solution to show as a reasoning context")
 
     kb = {e.id: e for e in world.mc_kb}
     queries = list(world.mc_test)
@@ -101,11 +106,12 @@ def toy_setting(world, retrieval: dict, limit: int | None = None, ids=None, k: i
             raise ValueError(f"no reasoning context for {len(missing)} candidate examples ({missing[:3]}...): build "
                              "them with python -m kbvqa.experiments.rcts_contexts --for-queries N")
     cfg = role_mix_config("generator")     # the prompts and pictures of the model that answers them
-    builders = {False: MCPromptBuilder(world, cfg, with_context=False),
-                True: MCPromptBuilder(world, cfg, with_context=True, contexts=contexts)}
+    builders = {False: MCPromptBuilder(world, cfg, with_context=False, plain_kb=plain_kb),
+                True: MCPromptBuilder(world, cfg, with_context=True, contexts=contexts, plain_kb=plain_kb)}
     contexts_id = "" if contexts is None else hashlib.sha256(
         json.dumps(contexts, sort_keys=True).encode()).hexdigest()[:12]
-    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k, contexts_id=contexts_id)
+    return Setting(queries, list(world.mc_kb), candidates, builders.__getitem__, k=k, contexts_id=contexts_id,
+                   plain_kb=plain_kb)
 
 
 # ------------------------------------------------------------------------------ real data

@@ -24,7 +24,9 @@ from kbvqa.experiments.runs import model_fingerprint, non_negative_int, positive
 from kbvqa.models.checkpoints import load_vlm
 from kbvqa.rcts.context_kb import contexts_of, reasoning_kb_meta
 from kbvqa.rcts.diagnostics import answer_text_table
+from kbvqa.rcts.mcts_hr import REWARD_DECODINGS, RCTSConfig
 from kbvqa.rcts.results import RESULTS_DIR, print_tables, read_runs, summarise
+from kbvqa.rcts.rewards import MUTUAL_MODES
 from kbvqa.rcts.runs import ROWS, Setting, run_row, runs_of, spec_fingerprint
 from kbvqa.rcts.settings import load_retrieval, retrieval_diagnostics, toy_setting
 
@@ -75,7 +77,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--contexts", type=Path, default=None,
                         help="a reasoner's KB (rcts_contexts --for-queries: kb_rcts.jsonl) whose contexts the "
                              "with-context rows show (RCTS §3.2); default: the toy worked solutions")
+    parser.add_argument("--plain-kb", action="store_true",
+                        help="examples without worked solutions, every row (the paper's premise, issue 52); "
+                             "needs --contexts")
+    parser.add_argument("--reward-decoding", choices=REWARD_DECODINGS, default="line",
+                        help="RCTSConfig.reward_decoding of every RCTS row: 'answer' samples with-context rewards "
+                             "up to the FINAL ANSWER line (issue 52); 'line' (default) is the committed runs'")
+    parser.add_argument("--mutual", choices=MUTUAL_MODES, default="paper",
+                        help="RCTSConfig.mutual of every RCTS row: 'official' = one set of top-retrieved "
+                             "references for every branch (issue 52)")
     args = parser.parse_args(argv)
+    if args.plain_kb and args.contexts is None:
+        parser.error("--plain-kb needs --contexts: a plain knowledge base has no worked solution to show")
     apply_plan(args, args.out, parser)                # a committed plan.json holds a counted run's sizes
     runs = runs_of(args.groups)
     if args.rows is not None:
@@ -97,7 +110,11 @@ def main(argv=None) -> dict:
                                                      if contexts else {})}
     for name in runs:
         limit = args.sweep_limit if ROWS[name].sweep else args.limit
-        run_to_file(name, toy_setting(world, retrieval, limit, contexts=contexts), vlm, args.out, args.seed, args.fresh)
+        setting = toy_setting(world, retrieval, limit, contexts=contexts, plain_kb=args.plain_kb)
+        setting.rcts_defaults.update({k: v for k, v in (("reward_decoding", args.reward_decoding),
+                                                        ("mutual", args.mutual))
+                                      if v != getattr(RCTSConfig, k)})   # defaults keep the fingerprint
+        run_to_file(name, setting, vlm, args.out, args.seed, args.fresh)
     check_counted_run(args.out, RESULTS_DIR, read_runs(args.out), provenance(args.seed, vlm))   # plan.json
     results = summarise(args.out, limits={"limit": args.limit, "sweep_limit": args.sweep_limit},
                         provenance=provenance(args.seed, vlm, wall_seconds=round(time.perf_counter() - t0, 1),
