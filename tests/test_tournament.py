@@ -140,19 +140,44 @@ def test_one_pass_is_one_call_with_n_plus_one_images():
 def test_iterative_makes_n_minus_one_calls_and_resends_the_winner():
     cands = candidates()
     model = preference_model(["a4", "a2", "a5", "a3", "a1"])     # a4 beats everyone
-    run = run_iterative(model, "q ?", image(0), cands)
+    run = run_iterative(model, "q ?", image(0), cands, pair_order="defender_first")
     assert run.model_calls == 4 == len(model.prompts)
     assert run.images_sent == 12                                   # 3 per call, 2 (N-1) candidates
     shown = [re.findall(r"\[([^\]]+)\] Image:", user_text(p)) for p in model.prompts]
     assert shown == [["a5", "a4"], ["a4", "a3"], ["a4", "a2"], ["a4", "a1"]]   # the winner re-sent each time
-    assert run.chosen == "a4" == run.transcript.evidence
+    assert run.chosen == "a4" == run.transcript.evidence and run.shown_first == ["a5", "a4", "a4", "a4"]
     assert run.transcript.format_valid and run.transcript.chain_consistent == [True] * 4
     assert [r.winner for r in run.transcript.rounds] == ["a4"] * 4
 
 
-def test_iterative_keeps_the_defender_on_an_invalid_answer():
-    run = run_iterative(Scripted(lambda p: "no idea <winner>[zz]</winner>"), "q", image(0), candidates(3))
-    assert run.chosen == "a3" and [r.winner for r in run.transcript.rounds] == ["a3", "a3"]
+def test_iterative_shows_each_pair_in_a_seeded_random_order_and_keeps_the_roles():
+    """Issue 54: a judge that always sees the defender first can learn the role; by default each
+    call shows the two in a seeded random order, and the rounds still read (defender, challenger)."""
+    firsts = []
+    for seed in range(12):
+        model = preference_model(["a4", "a2", "a5", "a3", "a1"])
+        run = run_iterative(model, "q ?", image(0), candidates(), seed=seed)
+        shown = [re.findall(r"\[([^\]]+)\] Image:", user_text(p)) for p in model.prompts]
+        assert [s[0] for s in shown] == run.shown_first
+        assert [set(s) for s in shown] == [set(r.pair) for r in run.transcript.rounds]
+        assert [r.pair for r in run.transcript.rounds] == [("a5", "a4"), ("a4", "a3"), ("a4", "a2"), ("a4", "a1")]
+        assert run.chosen == "a4" and run.unparsable == 0      # the preference does not depend on the order
+        firsts += [s[0] == r.pair[0] for s, r in zip(shown, run.transcript.rounds)]
+        again = run_iterative(preference_model(["a4", "a2", "a5", "a3", "a1"]), "q ?", image(0), candidates(),
+                              seed=seed)
+        assert again.shown_first == run.shown_first                # seeded
+    assert 0.25 < sum(firsts) / len(firsts) < 0.75                 # the defender is first about half the time
+
+
+def test_iterative_unparsable_reply_is_a_seeded_random_pick_or_the_defender_by_the_old_rule():
+    silent = Scripted(lambda p: "no idea <winner>[zz]</winner>")
+    old = run_iterative(silent, "q", image(0), candidates(3), unparsable="defender")
+    assert old.chosen == "a3" and [r.winner for r in old.transcript.rounds] == ["a3", "a3"] and old.unparsable == 2
+    picks = {run_iterative(silent, "q", image(0), candidates(3), seed=s).chosen for s in range(16)}
+    assert len(picks) > 1 and picks <= {"a1", "a2", "a3"}                 # not always the defender
+    for bad in (dict(pair_order="gold_first"), dict(unparsable="gold")):
+        with pytest.raises(ValueError, match="must be one of"):
+            run_iterative(silent, "q", image(0), candidates(3), **bad)
 
 
 def test_one_shot_maps_the_number_to_the_listed_candidate():

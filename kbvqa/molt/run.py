@@ -4,10 +4,14 @@
   writes every ``<round>`` and the final ``<evidence>``; the chosen id is the evidence id when it
   is one of the candidates (else ``None``: counted wrong).
 - ``run_iterative``: the external loop of App. C: N - 1 pairwise calls (Table 12 prompt), the
-  current winner re-sent with the next scheduled challenger each time; a reply whose winner is
-  neither of the two keeps the defender (our rule: a failed comparison changes nothing).
-  Its transcript is assembled from the calls, so rewards and the viewer treat it like a one-pass
-  transcript.
+  current winner re-sent with the next scheduled challenger each time. The two candidates of a
+  call are shown in a seeded random order (``pair_order="random"``), and a reply whose winner is
+  neither of the two is a seeded random pick between them (``unparsable="random"``): a judge
+  cannot learn or be credited for a role (issue 54). ``"defender_first"`` / ``"defender"`` are the
+  rules the book used before (the defender always first, and kept on an unparsable reply). Its
+  transcript is assembled from the calls, with each round's pair in (defender, challenger) order,
+  so rewards and the viewer treat it like a one-pass transcript; ``TournamentRun`` adds which
+  candidate each call showed first and how many replies were unparsable.
 - ``run_one_shot``: the 5-way baseline (Table 17): one call, one number 1-5.
 
 Token budgets: a four-round transcript of the cpu teacher is ~280 tokens of the tiny model's
@@ -25,17 +29,18 @@ Leaves out: prompts and schedules (``kbvqa.molt.ladder``), rewards, training, ti
 """
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbvqa.models.chat import chat_images
 from kbvqa.molt.ladder import Candidate, ladder_schedule, one_shot_prompt, pairwise_prompt, student_prompt
 from kbvqa.parsers import TournamentRound, TournamentTranscript, parse_candidate_number, parse_tournament
 
-__all__ = ["TournamentRun", "VisionCounter", "pairwise_winner", "run_iterative", "run_one_pass", "run_one_shot",
-           "transcript_text"]
+__all__ = ["PAIR_ORDERS", "UNPARSABLE_RULES", "TournamentRun", "VisionCounter", "pairwise_winner", "run_iterative",
+           "run_one_pass", "run_one_shot", "transcript_text"]
 
 
 @dataclass
@@ -49,6 +54,8 @@ class TournamentRun:
     schedule: list[str]                  # order of play (one-shot: the listing order)
     model_calls: int                     # generate calls
     images_sent: int                     # images in all prompts sent (vision-encoder inputs)
+    shown_first: list[str] = field(default_factory=list)   # iterative: the id each call showed first
+    unparsable: int = 0                  # iterative: replies that named neither candidate
 
 
 class VisionCounter:
@@ -135,26 +142,45 @@ def transcript_text(rounds: Sequence[TournamentRound], evidence: str | None) -> 
     return "\n".join(blocks + [f"<evidence>[{evidence or ''}]</evidence>"])
 
 
+PAIR_ORDERS = ("random", "defender_first")
+UNPARSABLE_RULES = ("random", "defender")
+
+
 def run_iterative(model, question: str, query_image: Any, candidates: Sequence[Candidate],
                   order: str = "weak_to_strong", seed: int = 0, max_new_tokens: int = 96,
                   temperature: float = 0.0, short: bool = False,
-                  schedule: Sequence[str] | None = None) -> TournamentRun:
-    """The iterative pairwise baseline: N - 1 calls, the current winner re-sent each time."""
+                  schedule: Sequence[str] | None = None, pair_order: str = "random",
+                  unparsable: str = "random") -> TournamentRun:
+    """The iterative pairwise baseline: N - 1 calls, the current winner re-sent each time; the two
+    candidates in a seeded random order and an unparsable reply a seeded random pick (see the module
+    docstring; ``pair_order`` and ``unparsable`` name the older rules)."""
+    if pair_order not in PAIR_ORDERS:
+        raise ValueError(f"pair_order must be one of {PAIR_ORDERS}, got {pair_order!r}")
+    if unparsable not in UNPARSABLE_RULES:
+        raise ValueError(f"unparsable must be one of {UNPARSABLE_RULES}, got {unparsable!r}")
     if schedule is None:
         schedule = ladder_schedule([c.id for c in candidates], order, [c.score for c in candidates], seed)
     by_id = {c.id: c for c in candidates}
-    defender, rounds, outputs, images = schedule[0], [], [], 0
+    rng = random.Random(f"iterative:{seed}")
+    defender, rounds, outputs, images, shown, failed = schedule[0], [], [], 0, [], 0
     for t, challenger in enumerate(schedule[1:], start=1):
-        prompt = pairwise_prompt(question, query_image, by_id[defender], by_id[challenger], short=short)
+        swap = pair_order == "random" and rng.random() < 0.5
+        first, second = (challenger, defender) if swap else (defender, challenger)
+        prompt = pairwise_prompt(question, query_image, by_id[first], by_id[second], short=short)
         images += _n_images(prompt)
         text = _generate(model, prompt, max_new_tokens, temperature, None if seed is None else seed + t)
         outputs.append(text)
-        winner = pairwise_winner(text, defender, challenger)
+        shown.append(first)
+        winner = pairwise_winner(text, first, second)
+        if winner is None:
+            failed += 1
+            winner = rng.choice((defender, challenger)) if unparsable == "random" else defender
         think = parse_tournament(f"<round><compare>a vs b</compare>{text}").rounds[0].think
-        rounds.append(TournamentRound((defender, challenger), think, winner or defender, True))
-        defender = winner or defender
+        rounds.append(TournamentRound((defender, challenger), think, winner, True))
+        defender = winner
     transcript = parse_tournament(transcript_text(rounds, defender))
-    return TournamentRun("iterative", defender, transcript, outputs, list(schedule), len(outputs), images)
+    return TournamentRun("iterative", defender, transcript, outputs, list(schedule), len(outputs), images,
+                         shown, failed)
 
 
 def run_one_shot(model, question: str, query_image: Any, candidates: Sequence[Candidate], max_new_tokens: int = 8,
