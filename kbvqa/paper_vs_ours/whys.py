@@ -80,8 +80,9 @@ def rcts_whys(results: dict, runs: dict, alphas: dict) -> dict[str, str]:
                 why[name] = (f"at α = {alphas.get(treat, 0.2):g} no leaf earned a reward above α (0 of "
                              f"{alive['leaves']}), so the mutual reward (Eq. 8) was zero on every leaf and both ends "
                              "ranked leaves by the self-consistency reward alone, which separates right from wrong "
-                             f"branches alike at both ends (AUC {lo['auc']:.2f} and {hi['auc']:.2f}, "
-                             f"{lo['n']} and {hi['n']} leaves; chapter 14)")
+                             f"branches alike at both ends (AUC {lo['auc']:.2f} and {hi['auc']:.2f} over "
+                             + (f"{lo['n']} leaves each" if lo["n"] == hi["n"] else f"{lo['n']} and {hi['n']} leaves")
+                             + "; chapter 14)")
     return why
 
 
