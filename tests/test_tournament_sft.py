@@ -136,6 +136,45 @@ def test_a_model_teacher_plays_every_ladder_round_by_round_in_batched_calls(worl
         assert teacher_transcript(cands, model_teacher(SaysSecond(), q.question, None, positive))[0] == t.completion
 
 
+def test_balanced_roles_let_the_challenger_win_as_often_as_the_defender(world):
+    """Issue 54: with the positive forced to win, the teacher's ladders reward the defender (10 of
+    the positive's 14 rounds, N = 5); ``roles="balanced"`` gives the rounds between two negatives to
+    the challenger, so over all rounds the two roles win about equally, with the entry positions
+    still uniform and the positive still winning wherever it plays."""
+    from kbvqa.molt.analysis import defender_win_share
+
+    queries = world.kbvqa_train[:200]
+    teacher = build_sft_set(world, queries)
+    balanced = build_sft_set(world, queries, config=SFTDataConfig(roles="balanced"))
+    before = defender_win_share([e.completion for e in teacher])["share"]
+    after = defender_win_share([e.completion for e in balanced])
+    assert before > 0.6 and abs(after["share"] - 0.5) < 0.08 and after["rounds"] == 4 * len(queries)
+    assert [e.meta["candidate_ids"] for e in teacher] == [e.meta["candidate_ids"] for e in balanced]  # same shuffles
+    for e in balanced:
+        gold = e.meta["gold_id"]
+        assert all(r.winner == gold for r in parse_tournament(e.completion).rounds if gold in r.pair)
+    with pytest.raises(ValueError, match="roles must be one of"):
+        SFTDataConfig(roles="defender")
+
+
+def test_pairwise_examples_show_each_round_in_random_order(world):
+    queries = world.kbvqa_train[:60]
+    plain = build_sft_set(world, queries, config=SFTDataConfig(roles="balanced"))
+    mixed = build_sft_set(world, queries, config=SFTDataConfig(roles="balanced", pairwise_per_query=2))
+    assert [(e.completion, e.meta) for e in mixed[:len(plain)]] == [(e.completion, e.meta) for e in plain]
+    extra = mixed[len(plain):]
+    assert len(extra) == 2 * len(queries) and all(e.task == "molt_sft_pairwise" for e in extra)
+    firsts = []
+    for e in extra:
+        shown = listed_ids(e)
+        assert shown == e.meta["pair"] and e.meta["winner"] in shown
+        assert e.completion.endswith(f"<winner>[{e.meta['winner']}]</winner>")
+        firsts.append(shown[0] == e.meta["defender"])
+    assert 0.35 < sum(firsts) / len(firsts) < 0.65         # no side carries the defender
+    with pytest.raises(ValueError, match="pairwise_per_query"):
+        SFTDataConfig(pairwise_per_query=5)
+
+
 def test_one_molt_grpo_step_scores_with_eq_8():
     import torch
 

@@ -63,6 +63,9 @@ class MOLTExperimentConfig:
     teacher: str = "oracle"       # SFT transcripts: "oracle" (oracle_teacher) | "model" (the judge
                                   # itself before training writes each round, the positive's wins forced)
     teacher_tokens: int = 96      # a model teacher's tokens per pairwise round
+    sft_roles: str = "teacher"    # SFTDataConfig.roles: "balanced" = the challenger wins the rounds between
+                                  # negatives, so neither role wins more often (issue 54)
+    sft_pairwise_per_query: int = 0  # SFTDataConfig.pairwise_per_query: pairwise examples, random order
 
     def __post_init__(self):
         for name in ("limit", "sft_queries", "sft_steps", "grpo_steps", "prompts_per_step", "max_new_tokens"):
@@ -77,6 +80,13 @@ class MOLTExperimentConfig:
             raise ValueError(f"teacher_tokens must be a positive int, got {self.teacher_tokens!r}")
         if not self.gap >= 0 or not self.sft_lr > 0 or not self.grpo_lr > 0:
             raise ValueError("need gap >= 0, sft_lr > 0 and grpo_lr > 0")
+        self.sft_data()                 # validates sft_roles and sft_pairwise_per_query
+
+    def sft_data(self):
+        """The ``SFTDataConfig`` of the cold-start set."""
+        from kbvqa.molt.sft import SFTDataConfig
+
+        return SFTDataConfig(seed=self.seed, roles=self.sft_roles, pairwise_per_query=self.sft_pairwise_per_query)
 
 
 @dataclass(frozen=True)

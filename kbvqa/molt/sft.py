@@ -19,8 +19,19 @@ Teachers:
   (the think text is kept: the teacher-forced constraint acts on the winner tag only).
 
 Negatives: the passage of the gold passage's section in each negative document (the oracle
-extractor's choice; a real extractor would pick its own). Leaves out: training
-(``kbvqa.rl.sft``), the candidate pipeline (``kbvqa.molt.candidates``).
+extractor's choice; a real extractor would pick its own).
+
+Roles (issue 54). With the positive forced to win from a uniform entry position, the defender wins
+10 of the positive's 14 rounds over the five entry positions (N = 5): a judge that ignores the
+content learns "keep the incumbent". ``SFTDataConfig(roles="balanced")`` lets the challenger win
+every round between two negatives (neither page is the evidence, so no content rule is broken; the
+oracle's reasoning names the winner, a model teacher's winner is overwritten as a forced positive's
+is): the other 6 rounds, so over all rounds the challenger wins as often as the defender (10 of 20),
+and the entry positions stay uniform. ``pairwise_per_query = m`` adds m of each ladder's rounds as
+pairwise examples (the Table 12 prompt) with the two candidates in random order, so no side carries
+a role. ``roles="teacher"`` (the default) is the set the committed runs trained on.
+
+Leaves out: training (``kbvqa.rl.sft``), the candidate pipeline (``kbvqa.molt.candidates``).
 """
 from __future__ import annotations
 
@@ -35,12 +46,15 @@ from kbvqa.molt.run import pairwise_winner, transcript_text
 from kbvqa.parsers import TournamentRound, parse_tournament
 from kbvqa.prompts.formats import Example, view_ref
 
-__all__ = ["SFTDataConfig", "build_sft_example", "build_sft_set", "model_teacher", "model_teacher_many",
-           "oracle_teacher", "sft_candidates", "teacher_transcript", "teacher_transcripts"]
+__all__ = ["ROLE_RULES", "SFTDataConfig", "build_sft_example", "build_sft_set", "model_teacher", "model_teacher_many",
+           "oracle_teacher", "pairwise_examples", "sft_candidates", "teacher_transcript", "teacher_transcripts"]
 
 Teacher = Callable[[Candidate, Candidate], tuple[str, str]]   # (first, second) -> (winner id, think)
 # [(query index, first, second)] -> [(winner id, think)]: one round of many ladders at once
 ManyTeacher = Callable[[Sequence[tuple[int, Candidate, Candidate]]], list[tuple[str, str]]]
+
+
+ROLE_RULES = ("teacher", "balanced")
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,9 @@ class SFTDataConfig:
     """How the SFT set is built (§3.2.1; the paper: 12K E-VQA queries, 4 negatives)."""
 
     n_negatives: int = 4          # top-4 retrieved paragraphs of other documents
+    roles: str = "teacher"        # "teacher": between two negatives the teacher chooses | "balanced":
+                                  # the challenger wins them, so the roles win equally often (issue 54)
+    pairwise_per_query: int = 0   # rounds of each ladder also given as a pairwise example, random order
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     seed: int = 0                 # shuffles and ids repeat exactly
@@ -56,6 +73,12 @@ class SFTDataConfig:
         resolve_profile_fields(self, role="judge")    # the SFT set teaches the tournament's judge
         if not isinstance(self.n_negatives, int) or self.n_negatives < 1:
             raise ValueError(f"n_negatives must be an int >= 1 (N = n_negatives + 1 >= 2), got {self.n_negatives!r}")
+        if self.roles not in ROLE_RULES:
+            raise ValueError(f"roles must be one of {ROLE_RULES}, got {self.roles!r}")
+        if (not isinstance(self.pairwise_per_query, int) or isinstance(self.pairwise_per_query, bool)
+                or not 0 <= self.pairwise_per_query <= self.n_negatives):
+            raise ValueError(f"pairwise_per_query must be an int in [0, n_negatives = {self.n_negatives}] (the "
+                             f"rounds of one ladder), got {self.pairwise_per_query!r}")
 
 
 def sft_candidates(world, query, ranking: Sequence[str], config: SFTDataConfig, rng: random.Random) -> list[Candidate]:
@@ -81,9 +104,12 @@ def _section(document, section: str):
     return next((p for p in document.passages if p.section == section), document.passages[0])
 
 
-def oracle_teacher(world, query, positive_id: str) -> Teacher:
+def oracle_teacher(world, query, positive_id: str, negatives: str = "teacher") -> Teacher:
     """The cpu teacher: the positive always wins; between negatives, a look-alike page (same
-    family as the query creature) beats another page, then the higher score, then the first."""
+    family as the query creature) beats another page, then the higher score, then the first
+    (``negatives="balanced"``: the second of the pair, the challenger, wins; see the module docstring)."""
+    if negatives not in ROLE_RULES:
+        raise ValueError(f"negatives must be one of {ROLE_RULES}, got {negatives!r}")
     entity = world.entity(query.meta["entity_id"])
     look = with_look(entity.family, entity.colour, entity.pattern)
 
@@ -96,7 +122,8 @@ def oracle_teacher(world, query, positive_id: str) -> Teacher:
             return win.id, f"The creature in the query image is {look}, as the {name(win)} of candidate [{win.id}]."
         family = {c.id: world.document(c.doc_id).meta.get("family") == query.meta.get("family")
                   for c in (first, second)}
-        win = max((first, second), key=lambda c: (family[c.id], c.score, c is first))
+        win = second if negatives == "balanced" else max((first, second), key=lambda c: (family[c.id], c.score,
+                                                                                             c is first))
         return win.id, (f"The creature in the query image is {look}; neither page shows it, the {name(win)} of "
                         f"candidate [{win.id}] is closer.")
     return compare
@@ -114,9 +141,13 @@ def model_teacher(model, question: str, query_image, positive_id: str, short: bo
 
 
 def model_teacher_many(model, questions: Sequence[str], query_images: Sequence, positive_ids: Sequence[str],
-                       short: bool = False, max_new_tokens: int = 256, batch_size: int = 16) -> ManyTeacher:
+                       short: bool = False, max_new_tokens: int = 256, batch_size: int = 16,
+                       negatives: str = "teacher") -> ManyTeacher:
     """``model_teacher`` for many queries at once: one batched greedy call answers a round of every
-    ladder (``(query index, first, second)`` triples), the positive's win forced as there."""
+    ladder (``(query index, first, second)`` triples), the positive's win forced as there
+    (``negatives="balanced"``: the second, the challenger, also wins every round between negatives)."""
+    if negatives not in ROLE_RULES:
+        raise ValueError(f"negatives must be one of {ROLE_RULES}, got {negatives!r}")
 
     def compare_many(pairs: Sequence[tuple[int, Candidate, Candidate]]) -> list[tuple[str, str]]:
         prompts = [pairwise_prompt(questions[i], query_images[i], a, b, short=short) for i, a, b in pairs]
@@ -126,7 +157,8 @@ def model_teacher_many(model, questions: Sequence[str], query_images: Sequence, 
         for (i, first, second), out in zip(pairs, outs):
             text = str(out[0]) if out else ""
             think = parse_tournament(f"<round><compare>a vs b</compare>{text}").rounds[0].think
-            forced = positive_ids[i] if positive_ids[i] in (first.id, second.id) else None
+            forced = positive_ids[i] if positive_ids[i] in (first.id, second.id) else (
+                second.id if negatives == "balanced" else None)
             results.append((forced or pairwise_winner(text, first.id, second.id) or first.id, think))
         return results
     return compare_many
@@ -165,6 +197,34 @@ def _example(world, query, candidates: Sequence[Candidate], positive: str, compl
     return Example(prompt, completion, "molt_sft", meta=meta)
 
 
+def pairwise_examples(world, query, candidates: Sequence[Candidate], completion: str, count: int,
+                      config: SFTDataConfig, rng: random.Random) -> list[Example]:
+    """``count`` rounds of one ladder's teacher transcript as pairwise examples (the Table 12 prompt,
+    §3.2.1): the rounds drawn at random, the two candidates of each in random order, the target the
+    round's ``<think>`` and ``<winner>``. Shown in random order, the two carry no role."""
+    rounds = [r for r in parse_tournament(completion).rounds if r.pair and r.winner in r.pair]
+    by_id = {c.id: c for c in candidates}
+    query_image = view_ref(world, query.meta["view_id"], config.image_size)
+    out = []
+    for r in rng.sample(rounds, min(count, len(rounds))):
+        first, second = rng.sample(list(r.pair), 2)
+        prompt = pairwise_prompt(query.question, query_image, by_id[first], by_id[second], short=config.short_prompts)
+        out.append(Example(prompt, f"<think>{r.think}</think>\n<winner>[{r.winner}]</winner>", "molt_sft_pairwise",
+                           meta={"query_ids": [query.id], "pair": [first, second], "winner": r.winner,
+                                 "defender": r.pair[0]}))
+    return out
+
+
+def _with_pairwise(world, queries, ladders, examples: list[Example], config: SFTDataConfig) -> list[Example]:
+    """``examples`` followed by ``pairwise_per_query`` pairwise examples of each (none when 0)."""
+    if not config.pairwise_per_query:
+        return examples
+    rng = random.Random(f"molt-sft-pairwise:{config.seed}")
+    extra = [e for q, cands, ex in zip(queries, ladders, examples)
+             for e in pairwise_examples(world, q, cands, ex.completion, config.pairwise_per_query, config, rng)]
+    return examples + extra
+
+
 def _positive(query, candidates: Sequence[Candidate]) -> str:
     return next(c.id for c in candidates if c.passage_id == query.evidence_ids[0])
 
@@ -177,7 +237,8 @@ def build_sft_example(world, query, ranking: Sequence[str], config: SFTDataConfi
     rng = rng or random.Random(f"molt-sft:{config.seed}:{query.id}")
     candidates = sft_candidates(world, query, ranking, config, rng)
     positive = _positive(query, candidates)
-    completion, schedule = teacher_transcript(candidates, teacher or oracle_teacher(world, query, positive))
+    completion, schedule = teacher_transcript(candidates,
+                                              teacher or oracle_teacher(world, query, positive, config.roles))
     return _example(world, query, candidates, positive, completion, schedule, config)
 
 
@@ -199,8 +260,15 @@ def build_sft_set(world, queries: Sequence, rankings: Sequence[Sequence[str]] | 
     if len(rankings) != len(queries):
         raise ValueError(f"{len(queries)} queries but {len(rankings)} rankings")
     rng = random.Random(f"molt-sft:{config.seed}")
-    if teacher_model is None and transcripts is None:
-        return [build_sft_example(world, q, r, config, rng) for q, r in zip(queries, rankings)]
+    if teacher_model is None and transcripts is None:       # the oracle teacher (build_sft_example's steps)
+        ladders, examples = [], []
+        for q, r in zip(queries, rankings):
+            cands = sft_candidates(world, q, r, config, rng)
+            positive = _positive(q, cands)
+            completion, schedule = teacher_transcript(cands, oracle_teacher(world, q, positive, config.roles))
+            ladders.append(cands)
+            examples.append(_example(world, q, cands, positive, completion, schedule, config))
+        return _with_pairwise(world, queries, ladders, examples, config)
     ladders = [sft_candidates(world, q, r, config, rng) for q, r in zip(queries, rankings)]
     positives = [_positive(q, cands) for q, cands in zip(queries, ladders)]
     written = [(str(c), list(s)) for c, s in transcripts or []]
@@ -216,9 +284,10 @@ def build_sft_set(world, queries: Sequence, rankings: Sequence[Sequence[str]] | 
         part = slice(start, start + step)
         images = [view_ref(world, q.meta["view_id"], config.image_size) for q in queries[part]]
         teach = model_teacher_many(teacher_model, [q.question for q in queries[part]], images, positives[part],
-                                   config.short_prompts, max_new_tokens, batch_size)
+                                   config.short_prompts, max_new_tokens, batch_size, negatives=config.roles)
         written += teacher_transcripts(ladders[part], teach)
         if on_transcripts is not None:
             on_transcripts(list(written))
-    return [_example(world, q, cands, pos, completion, schedule, config)
-            for q, cands, pos, (completion, schedule) in zip(queries, ladders, positives, written)]
+    examples = [_example(world, q, cands, pos, completion, schedule, config)
+                for q, cands, pos, (completion, schedule) in zip(queries, ladders, positives, written)]
+    return _with_pairwise(world, queries, ladders, examples, config)

@@ -42,7 +42,7 @@ from kbvqa.molt.experiment import (
 from kbvqa.molt.ladder import ORDERS
 from kbvqa.molt.results import RESULTS_DIR, print_table, summarise, write_results
 from kbvqa.molt.rewards import MOLTRewardConfig, molt_grpo_rewards
-from kbvqa.molt.sft import SFTDataConfig, build_sft_set
+from kbvqa.molt.sft import ROLE_RULES, build_sft_set
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
 
@@ -62,7 +62,7 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
         if work is not None:
             work.save_data("sft_transcripts", {"seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
                                                "transcripts": written})
-    examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=SFTDataConfig(seed=config.seed),
+    examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=config.sft_data(),
                              teacher_model=vlm if config.teacher == "model" else None,
                              max_new_tokens=config.teacher_tokens, transcripts=saved["transcripts"] or None,
                              chunk=128, on_transcripts=keep_transcripts)
@@ -192,6 +192,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--teacher", choices=TEACHERS, default=MOLTExperimentConfig.teacher,
                         help="who writes the cold start's transcripts")
+    parser.add_argument("--sft-roles", choices=ROLE_RULES, default=MOLTExperimentConfig.sft_roles,
+                        help="'balanced': the challenger wins the cold start's rounds between two negatives, so "
+                             "neither role wins more often (issue 54); 'teacher': the committed run's data")
+    parser.add_argument("--sft-pairwise", type=non_negative_int, default=MOLTExperimentConfig.sft_pairwise_per_query,
+                        help="rounds of each SFT ladder also given as a pairwise example in random order")
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
     parser.add_argument("--work", type=Path, default=default_work_root(),
@@ -203,7 +208,11 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
-    config = MOLTExperimentConfig(limit=args.limit, seed=args.seed, teacher=args.teacher)
+    try:
+        config = MOLTExperimentConfig(limit=args.limit, seed=args.seed, teacher=args.teacher, sft_roles=args.sft_roles,
+                                      sft_pairwise_per_query=args.sft_pairwise)
+    except ValueError as e:
+        parser.error(str(e))
     work = WorkFolder(args.work, run_fingerprint(config, role_model("judge")), fresh=args.fresh)
     print(f"work folder: {work.dir}", flush=True)
     t0 = time.perf_counter()

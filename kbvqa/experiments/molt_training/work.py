@@ -29,4 +29,8 @@ def default_work_root() -> Path:
 
 def run_fingerprint(config, judge: str) -> str:
     """What every stage depends on: the experiment's settings and the judge's weights (``role_model``)."""
-    return work_fingerprint({"config": asdict(config), "judge": judge})
+    settings = asdict(config)
+    for name, default in (("sft_roles", "teacher"), ("sft_pairwise_per_query", 0)):   # later options: the
+        if settings.get(name) == default:                                             # runs before them
+            settings.pop(name)                                                        # keep their folders
+    return work_fingerprint({"config": settings, "judge": judge})
