@@ -242,3 +242,39 @@ def test_role_survival_by_hand_and_a_defender_bias_favours_strong_to_weak():
         role_survival(shares, 1.5, 0.9)
     with pytest.raises(ValueError, match="order"):
         role_survival(shares, 0.5, 0.9, "sideways")
+
+
+def _simulated_records(challenger_win: float, defender_win: float, n_records: int = 400, seed: int = 0) -> list[dict]:
+    """One-pass records of a judge whose verdicts depend only on the ground truth's role (weak-to-
+    strong over N = 5, gold rank uniform): the fields ``gold_win_rates`` reads."""
+    import random as _random
+
+    from kbvqa.molt.analysis import rounds_played
+    from kbvqa.molt.ladder import ladder_schedule
+
+    rng = _random.Random(seed)
+    schedule = ladder_schedule([str(r) for r in range(1, 6)], "weak_to_strong")
+    out = []
+    for _ in range(n_records):
+        rank = rng.randint(1, 5)
+        position, needed = schedule.index(str(rank)), rounds_played(schedule, str(rank))
+        wins = 0
+        for k in range(needed):
+            p = challenger_win if (k == 0 and position > 0) else defender_win
+            if rng.random() >= p:
+                break
+            wins += 1
+        out.append({"gold_rank": rank, "gt_rounds": wins, "chain_valid": True, "correct": wins == needed})
+    return out
+
+
+def test_role_gate_fails_a_judge_that_keeps_the_incumbent_and_passes_one_that_reads():
+    from kbvqa.molt.analysis import role_gate
+
+    biased = role_gate(_simulated_records(0.3, 0.9))
+    assert not biased["passed"] and biased["difference"] < -0.4 and biased["high"] < 0
+    fair = role_gate(_simulated_records(0.8, 0.8))
+    assert fair["passed"] and abs(fair["difference"]) <= 0.1 and fair["low"] <= 0 <= fair["high"]
+    assert role_gate(_simulated_records(0.8, 0.8), seed=0) == fair            # seeded
+    with pytest.raises(ValueError):
+        role_gate([])

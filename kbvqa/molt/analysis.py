@@ -25,7 +25,9 @@ exact effect of the schedule on a noisy comparator.
 - ``gold_win_rates(records, order)``: the same records split by the ground truth's role -- the
   challenger in the round it enters (per round) or the defender of every later round -- which shows
   a judge that keeps the incumbent; ``defender_win_share(transcripts)``: how often the defender wins
-  in transcripts (e.g. a cold start's training set), the prior such a judge may have learnt.
+  in transcripts (e.g. a cold start's training set), the prior such a judge may have learnt;
+  ``role_gate(records)``: issue 54's gate on those rates (challenger minus defender, with a bootstrap
+  interval): does the judge read the candidates or keep the incumbent?
 
 Leaves out: running the pipeline and loading the committed full-split recall (``kbvqa.molt.candidates``),
 the full-split experiment's runner (``kbvqa.experiments.molt_candidates``), rewards and training.
@@ -40,7 +42,7 @@ from kbvqa.molt.run import transcript_text
 from kbvqa.parsers import TournamentRound
 
 __all__ = ["ComparatorVLM", "comparison_error", "defender_win_share", "gold_ranks", "gold_win_rates", "ladder_survival",
-           "recall_curves", "role_survival", "rounds_played"]
+           "recall_curves", "role_gate", "role_survival", "rounds_played"]
 
 STAGES = ("coarse", "fused", "passage")
 
@@ -287,3 +289,36 @@ def defender_win_share(transcripts: Sequence[str]) -> dict:
                 wins += r.winner == defender
             previous = r.winner
     return {"defender": wins, "rounds": rounds, "share": wins / rounds if rounds else None}
+
+
+def role_gate(records: Sequence[dict], order: str = "weak_to_strong", n: int = 5, max_gap: float = 0.10,
+              resamples: int = 2000, seed: int = 0) -> dict:
+    """Issue 54's gate on a judge's one-pass records (``gold_win_rates``' fields): the ground truth's
+    win rate as the challenger (every entry round pooled) minus its win rate as the defender, with a
+    95 % percentile-bootstrap interval over the records (``resamples``, seeded). ``passed`` when
+    |difference| <= ``max_gap`` and the interval holds 0: a judge that reads the candidates rather
+    than their roles. Rates and the difference are None where a role was never played."""
+    import numpy as np
+
+    records = list(records)
+    if not records:
+        raise ValueError("role_gate needs at least one record")
+
+    def rates(recs) -> tuple[float | None, float | None]:
+        w = gold_win_rates(recs, order, n)
+        won, played = (sum(v[i] for v in w["challenger"].values()) for i in (0, 1))
+        d_won, d_played = w["defender"]
+        return (won / played if played else None), (d_won / d_played if d_played else None)
+
+    challenger, defender = rates(records)
+    gap = None if challenger is None or defender is None else challenger - defender
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(resamples):
+        c, d = rates([records[i] for i in rng.integers(0, len(records), len(records))])
+        if c is not None and d is not None:
+            diffs.append(c - d)
+    low, high = (float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))) if diffs else (None, None)
+    passed = gap is not None and low is not None and abs(gap) <= max_gap and low <= 0.0 <= high
+    return {"records": len(records), "challenger": challenger, "defender": defender, "difference": gap,
+            "low": low, "high": high, "max_gap": max_gap, "passed": passed}
