@@ -216,8 +216,50 @@ def test_training_stream_uses_train_split_and_reags_mix(world):
     assert labels_of(items) == [[k == "relevant"] for k in kinds]
 
 
+def test_naming_tuples_teach_every_creature_without_a_fact_or_a_test_view(world):
+    """Issue 53: a share of the critic's tuples asks only which creature a knowledge-base picture
+    shows, for ANY creature (those without training questions too); no fact question, no query view.
+    At naming_rate 0 the stream is the committed one."""
+    plain = critic_training_examples(world, 60, CriticTrainConfig(seed=3))
+    assert [e.completion for e in plain] == [e.completion for e in
+                                             critic_training_examples(world, 60, CriticTrainConfig(seed=3, naming_rate=0))]
+    mixed = critic_training_examples(world, 400, CriticTrainConfig(seed=3, naming_rate=0.5))
+    naming = [e for e in mixed if e.task == "critic_naming"]
+    assert 0.4 < len(naming) / len(mixed) < 0.6
+    asked = {q.meta["entity_id"] for q in world.kbvqa_train}
+    assert any(e.meta["entity_id"] not in asked for e in naming)          # creatures no question asks about
+    for e in naming:
+        entity = world.entity(e.meta["entity_id"])
+        assert f"Which creature is this {entity.family}?" in chat_text(e.prompt) and e.meta["query_ids"] == []
+        own = {x.id for x in world.document_of(entity.id).passages}
+        assert (e.meta["passage_ids"][0] in own) == (e.completion == "Yes")
+        if e.meta["negative_kind"] == "hard":
+            looks = {world.document_of(x.id).id for x in world.lookalikes(entity.id)}
+            assert e.meta["doc_ids"][0] in looks
+    test_views = {q.meta["view_id"] for q in world.kbvqa_test}
+    shown = [p["image"] for e in naming for m in e.prompt for p in m["content"] if p["type"] == "image"]
+    assert not any(getattr(im, "args", (None, None))[1:2] and im.args[1] in test_views for im in shown)
+
+
+def test_naming_gate_uses_fresh_renders_of_both_splits_and_needs_both_to_pass(world):
+    from kbvqa.reag.critic_eval import naming_gate, naming_gate_items
+
+    items, kinds, splits = naming_gate_items(world, n_per_split=20, seed=0)
+    assert splits.count("seen") == splits.count("unseen") == 20 and kinds[0::2] == ["relevant"] * 20
+    assert labels_of(items) == [[k == "relevant"] for k in kinds]
+    asked = {q.meta["entity_id"] for q in world.kbvqa_train}
+    assert all((q.meta["entity_id"] in asked) == (sp == "seen") for (q, _), sp in zip(items, splits))
+    again = naming_gate_items(world, n_per_split=20, seed=0)[0]
+    assert [q.image.args for q, _ in items] == [q.image.args for q, _ in again]      # seeded renders
+    perfect = [[1.0 if k == "relevant" else 0.0] for k in kinds]
+    assert naming_gate(items, splits, perfect)["passed"]
+    half = [[1.0 if k == "relevant" or sp == "unseen" else 0.0] for k, sp in zip(kinds, splits)]
+    gate = naming_gate(items, splits, half)          # the unseen creatures not separated: the gate fails
+    assert gate["splits"]["seen"]["auc"] == 1.0 and gate["splits"]["unseen"]["auc"] == 0.5 and not gate["passed"]
+
+
 @pytest.mark.parametrize("bad", [dict(steps=0), dict(lr=0), dict(hard_rate=1.5), dict(positive_rate=-0.1),
-                                 dict(seed=-1), dict(lora="yes"), dict(batch_size=2.5)])
+                                 dict(seed=-1), dict(lora="yes"), dict(batch_size=2.5), dict(naming_rate=1.5)])
 def test_bad_train_configs_raise(bad):
     with pytest.raises(ValueError):
         CriticTrainConfig(**bad)

@@ -6,6 +6,9 @@ the threshold sweep (Fig. 8) and the P(Yes) separation of relevant, hard and sof
   retriever. A passage is relevant when its id is in ``query.evidence_ids``.
 - ``heldout_critic_items(world, n)``: balanced labelled pairs from the TEST split, built like the
   training data (evidence / hard / soft negatives), for a training-independent check.
+- ``naming_gate_items(world)`` / ``naming_gate(items, splits, scores)``: issue 53's gate, from fresh
+  renders of the creatures (never a test view): does the critic tell a creature's page from its
+  look-alikes' (AUC >= 0.8), for the creatures with training questions and for those without?
 - ``filtering_stats(items, scores, threshold)``: passage-level recall (relevant kept / relevant),
   specificity (irrelevant dropped / irrelevant), precision, passages per query before/after, the
   share of queries whose evidence survives, the share with every passage filtered (j = 0).
@@ -29,14 +32,15 @@ import random
 from collections.abc import Callable, Sequence
 
 from kbvqa.config import PROFILE_DEFAULT, profile_value
-from kbvqa.metrics import official_correct, separation_auc
+from kbvqa.metrics import official_correct, roc_auc, separation_auc
 from kbvqa.parsers import parse_think_answer
 from kbvqa.prompts.formats import critic_negative
 from kbvqa.reag.critic import CLI_THRESHOLD, REAG_THRESHOLD, check_threshold, generator_prompt, passage_id
 from kbvqa.retrieval.multilevel import MultilevelConfig, MultilevelRetriever
 
-__all__ = ["critic_items", "critic_table", "evidence_items", "filtering_stats", "generator_judge",
-           "heldout_critic_items", "labels_of", "pipeline_kinds", "pipeline_separation", "threshold_sweep"]
+__all__ = ["NAMING_GATE_AUC", "critic_items", "critic_table", "evidence_items", "filtering_stats", "generator_judge",
+           "heldout_critic_items", "labels_of", "naming_gate", "naming_gate_items", "pipeline_kinds",
+           "pipeline_separation", "threshold_sweep"]
 SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
@@ -63,6 +67,68 @@ def heldout_critic_items(world, n: int = 100, seed: int = 0, hard_rate: float = 
         items.append((q, [passage]))
         kinds.append(kind)
     return items, kinds
+
+
+NAMING_GATE_AUC = 0.8   # issue 53: the critic separates a creature's page from its look-alikes' this well
+
+
+def naming_gate_items(world, n_per_split: int = 100, seed: int = 0, image_size: int | None = 112
+                      ) -> tuple[list[tuple], list[str], list[str]]:
+    """(items, kinds, splits) for issue 53's gate: "Which creature is this <family>?" over a FRESH
+    render of a creature (``kbvqa.reader.tasks.fresh_view``, in the seed namespace
+    ``critic-naming-gate``: never a test view, never a training tuple's draw), with a section of its
+    own page (kind "relevant", even i) or the same section of a look-alike's page ("hard", odd i).
+    ``n_per_split`` items for the creatures with training questions (split "seen") and as many for
+    those without ("unseen"). Each query is a ``Query`` whose ``evidence_ids`` hold the own page's
+    passage, so ``labels_of`` and ``Critic.score_many`` read the items as any others."""
+    from kbvqa.data.schema import Query
+    from kbvqa.reader.tasks import fresh_view
+    from kbvqa.reag.critic_train import NAMING_QUESTION
+
+    if n_per_split < 1:
+        raise ValueError(f"n_per_split must be >= 1, got {n_per_split}")
+    asked = {q.meta["entity_id"] for q in world.kbvqa_train}
+    groups = {"seen": [e for e in world.entities if e.id in asked],
+              "unseen": [e for e in world.entities if e.id not in asked]}
+    items, kinds, splits = [], [], []
+    for split, entities in groups.items():
+        if not entities:
+            raise ValueError(f"the world has no {split} creature to gate on")
+        for i in range(n_per_split):
+            rng = random.Random(f"critic-naming-gate:{seed}:{split}:{i}")
+            entity = entities[(i // 2) % len(entities)]
+            own = rng.choice(world.document_of(entity.id).passages)
+            passage, kind = own, "relevant"
+            if i % 2:
+                other = world.document_of(rng.choice(world.lookalikes(entity.id)).id)
+                passage = next((x for x in other.passages if x.section == own.section), other.passages[0])
+                kind = "hard"
+            query = Query(id=f"naming-gate-{split}-{i}", question=NAMING_QUESTION.format(family=entity.family),
+                          answers=[entity.name], image=fresh_view(world, entity, rng, image_size),
+                          evidence_ids=[own.id], split=split, meta={"entity_id": entity.id})
+            items.append((query, [passage]))
+            kinds.append(kind)
+            splits.append(split)
+    return items, kinds, splits
+
+
+def naming_gate(items: Sequence[tuple], splits: Sequence[str], scores: Sequence[Sequence[float]],
+                min_auc: float = NAMING_GATE_AUC) -> dict:
+    """Per split of ``naming_gate_items``: the AUC of the own page's P(Yes) against the look-alikes'
+    and whether it reaches ``min_auc``; ``passed`` when every split does (issue 53: before any
+    passage is re-scored)."""
+    _check(items, scores)
+    if len(splits) != len(items):
+        raise ValueError(f"one split per item: {len(items)} items, {len(splits)} splits")
+    labels = labels_of(items)
+    out = {}
+    for split in dict.fromkeys(splits):
+        pos = [s for (sc, lab, sp) in zip(scores, labels, splits) if sp == split for s, y in zip(sc, lab) if y]
+        neg = [s for (sc, lab, sp) in zip(scores, labels, splits) if sp == split for s, y in zip(sc, lab) if not y]
+        auc = roc_auc(pos + neg, [True] * len(pos) + [False] * len(neg)) if pos and neg else None
+        out[split] = {"auc": auc, "relevant": len(pos), "lookalike": len(neg),
+                      "passed": auc is not None and auc >= min_auc}
+    return {"splits": out, "min_auc": min_auc, "passed": bool(out) and all(v["passed"] for v in out.values())}
 
 
 def labels_of(items: Sequence[tuple]) -> list[list[bool]]:

@@ -9,7 +9,10 @@ unhelpful") and 70 % *hard* ("high similarity to the relevant ones"). On the toy
   hard with probability ``hard_rate`` (the same section of a look-alike's page) or soft (another
   section of the right page, or a random page), by ``kbvqa.prompts.formats.critic_negative``; prompts by
   ``kbvqa.prompts.formats.critic_example`` (the rendering the tiny model was pretrained with). Example i
-  depends only on ``(seed, i)``.
+  depends only on ``(seed, i)``. With ``naming_rate > 0`` that share are ``naming_critic_example``s
+  instead: "Which creature is this <family>?" over a knowledge-base picture of any creature, its own
+  page's passage against a look-alike's (issue 53: a critic that knows every creature, as ReAG's
+  backbone does).
 - ``train_critic(vlm, config)``: fine-tunes a *copy* of ``vlm`` (the caller's model is untouched;
   ``in_place=True`` trains ``vlm`` itself, for a caller that no longer needs the base: no second
   copy of a 3B critic on the GPU), fully or with LoRA adapters (``config.lora``); AdamW with a
@@ -33,7 +36,8 @@ from kbvqa.config import PROFILE_DEFAULT, progress_enabled, resolve_profile_fiel
 from kbvqa.data import get_world
 from kbvqa.models.pretrain_mix import PretrainMixConfig
 from kbvqa.models.vlm import VLM
-from kbvqa.prompts.formats import critic_example, critic_negative
+from kbvqa.prompts import render_chat
+from kbvqa.prompts.formats import Example, critic_example, critic_negative
 from kbvqa.rl.common import (
     build_optimizer,
     check_checkpoint_every,
@@ -42,7 +46,8 @@ from kbvqa.rl.common import (
     training_state,
 )
 
-__all__ = ["CriticTrainConfig", "critic_loss", "critic_training_examples", "train_critic"]
+__all__ = ["NAMING_QUESTION", "CriticTrainConfig", "critic_loss", "critic_training_examples", "naming_critic_example",
+           "train_critic"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ class CriticTrainConfig:
     lora: dict | None = None         # e.g. {"r": 8, "alpha": 16}: LoRA adapters only; None: all weights
     short_prompts: bool | str = PROFILE_DEFAULT  # cpu: the short renderings; gpu: the paper's
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
+    naming_rate: float = 0.0         # share of naming tuples ("Which creature is this <family>?" over a
+                                     # knowledge-base picture of ANY creature, issue 53); 0: the committed stream
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
     checkpoint_every: int = 0        # steps between calls of train_critic's on_checkpoint (0: never)
@@ -70,7 +77,7 @@ class CriticTrainConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not self.lr > 0 or self.weight_decay < 0 or self.warmup_steps < 0:
             raise ValueError(f"need lr > 0, weight_decay >= 0, warmup_steps >= 0; got {self}")
-        for name in ("positive_rate", "hard_rate"):
+        for name in ("positive_rate", "hard_rate", "naming_rate"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not isinstance(self.seed, int) or self.seed < 0:
@@ -101,6 +108,9 @@ def critic_training_examples(world, n: int, config: CriticTrainConfig | None = N
     cfg, out = _task_config(config), []
     for i in range(start, start + n):
         rng = random.Random(f"critic:{config.seed}:{i}")
+        if config.naming_rate and rng.random() < config.naming_rate:   # no draw at 0: the stream stays
+            out.append(naming_critic_example(world, rng.choice(world.entities), rng, config))
+            continue
         q = rng.choice(queries)
         if rng.random() < config.positive_rate:
             out.append(critic_example(world, q, world.passage(q.evidence_ids[0]), "Yes", "", cfg, "critic"))
@@ -108,6 +118,35 @@ def critic_training_examples(world, n: int, config: CriticTrainConfig | None = N
             passage, kind = critic_negative(world, q, rng, config.hard_rate)
             out.append(critic_example(world, q, passage, "No", kind, cfg, "critic"))
     return out
+
+
+NAMING_QUESTION = "Which creature is this {family}?"
+
+
+def naming_critic_example(world, entity, rng, config: CriticTrainConfig):
+    """A critic tuple that asks only which creature a knowledge-base picture shows (issue 53): the
+    picture is the creature's page picture or a fresh render (``kbvqa.reader.tasks.kb_picture``,
+    never a query view), the passage a section of its own page ("Yes") or, as a negative, the same
+    section of a look-alike's page (hard, ``hard_rate``) or another creature's page (soft) ("No").
+    No fact is asked, so a creature without training questions can be taught: the test asks every
+    fact of those creatures. ``meta["entity_id"]`` names the creature."""
+    from kbvqa.reader.tasks import kb_picture  # the reader's training data: imported where used
+
+    image = kb_picture(world, entity, rng, config.image_size)
+    own = rng.choice(world.document_of(entity.id).passages)
+    if rng.random() < config.positive_rate:
+        passage, label, kind = own, "Yes", ""
+    else:
+        hard = rng.random() < config.hard_rate
+        pool = world.lookalikes(entity.id) if hard else [e for e in world.entities if e.family_id != entity.family_id]
+        other = world.document_of(rng.choice(pool).id)
+        passage = next((x for x in other.passages if x.section == own.section), other.passages[0])
+        label, kind = "No", "hard" if hard else "soft"
+    prompt = render_chat("reag_critic", images=[image], short=config.short_prompts,
+                         question=NAMING_QUESTION.format(family=entity.family), passage=passage.text)
+    return Example(prompt, label, "critic_naming",
+                   meta={"entity_id": entity.id, "query_ids": [], "image_ids": [], "doc_ids": [passage.doc_id],
+                         "passage_ids": [passage.id], "label": label, "negative_kind": kind})
 
 
 def critic_loss(vlm, prompts, labels):
