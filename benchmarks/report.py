@@ -204,7 +204,10 @@ def render_markdown(results: dict) -> str:
             lines += [f"Rerun alone {own.get('date_utc', '?')} at commit `{str(own.get('commit', '?'))[:10]}`"
                       + (" (uncommitted changes)" if own.get("dirty") else "")
                       + (f", reader `{own['reader']}`" if own.get("reader") else "")
-                      + (f", on {own['cpu']}" if own.get("cpu") else "") + ".", ""]
+                      + (f", on {own['cpu']}" if own.get("cpu") else "")
+                      + (f" (1-min load average {own['load_average_start'][0]:g} at the start, "
+                         f"{own['load_average_end'][0]:g} at the end, on {own.get('cpus_usable', '?')} CPUs)"
+                         if own.get("load_average_start") and own.get("load_average_end") else "") + ".", ""]
         if bench.get("args"):                     # sizes other than its defaults (run_all --args / --quick)
             lines += [f"Sizes: `{_cell(' '.join(bench['args']))}`.", ""]
         if bench.get("error"):

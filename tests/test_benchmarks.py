@@ -112,7 +112,8 @@ def test_a_benchmark_rerun_alone_replaces_only_its_own_rows():
     assert merged["benchmarks"][names[0]]["provenance"]["commit"] == "fedcba9876543210"
     assert all(merged["benchmarks"][n] == old["benchmarks"][n] for n in names[1:])
     md = render_markdown(merged)
-    assert md.count("Rerun alone 2030-01-01 at commit `fedcba9876`, reader `87914057b0c95a6e`, on Fake CPU.") == 1
+    assert md.count("Rerun alone 2030-01-01 at commit `fedcba9876`, reader `87914057b0c95a6e`, on Fake CPU (1-min load "
+                    "average 3.5 at the start, 4 at the end, on 2 CPUs).") == 1
     assert "commit `0123456789`" in md
     with pytest.raises(ValueError):
         merge_results(old, {"benchmarks": {}})
@@ -226,7 +227,8 @@ def test_markdown_header_says_what_the_tables_mix_and_drops_a_stale_run_line():
              "benchmarks": {name: {**b} for name, b in results["benchmarks"].items()}}
     merged = merge_results(results, rerun)             # every table rerun alone: the run's line is stale
     md = render_markdown(merged)
-    assert "commit `0123456789`" not in md and "load average" not in md
+    assert "commit `0123456789`" not in md and "load average (1, 5, 15 min)" not in md
+    assert md.count("(1-min load average 3.5 at the start") == 3               # each table says its own load
     assert "measured 2030-01-01 at 1 commit(s) (`fedcba9876`) on 1 CPU model(s) (Other CPU)" in md
     one = merge_results(results, {"provenance": rerun["provenance"],
                                   "benchmarks": {"MaxSim": results["benchmarks"]["MaxSim"]}})
