@@ -1,4 +1,6 @@
 """The RCTS tree viewer: layout, rollout recovery and replay, frames, empty and one-node trees."""
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,7 +9,7 @@ import pytest  # noqa: E402
 
 from kbvqa.rcts.tree import BACKPROP_RULES, Node, tree_to_records  # noqa: E402
 from kbvqa.viz.frames import figure_png, frames_html, legible_pt, page_dpi, text_px_at_page_width  # noqa: E402
-from kbvqa.viz.trees import draw_rcts_tree, example_label, tree_layout, tree_state, tree_view  # noqa: E402
+from kbvqa.viz.trees import draw_rcts_tree, example_label, reward_label, tree_layout, tree_state, tree_view  # noqa: E402
 from kbvqa.viz.trees_player import frame_rollouts, rcts_tree_html, render_frames  # noqa: E402
 
 PATHS = [(0, 1), (0, 2), (3, 1), (0, 1), (3, 4)]
@@ -95,6 +97,19 @@ def test_draw_returns_a_closed_figure_with_the_current_path():
     assert len(red) == 2                     # root -> root.0 -> root.0.2
     texts = " ".join(t.get_text() for t in tree_ax.texts)
     assert "Q 0.80  N 1" in texts and "UCT" in texts
+
+
+def test_reward_labels_at_two_decimals_as_many_as_fit():
+    """Chapter 13's node labels read 0.16 where its rollout table does (they read 0.2 at one decimal)."""
+    assert reward_label([0.16]) == "r: 0.16"
+    assert reward_label([0.16, 0.16, 0.08], chars=23) == "r: 0.16 0.16 0.08"
+    assert reward_label([0.1, 0.16, 0.16, 0.08], chars=23) == "r: …0.16 0.16 0.08"
+    assert reward_label([0.16, 0.16, 0.08], chars=15) == "r: …0.16 0.08"      # a P = 10 tree's column
+    assert reward_label([0.5, 1.0], chars=4) == "r: …1.00"                      # always one
+    root, _ = build()
+    texts = [t.get_text() for t in draw_rcts_tree(tree_to_records(root)).axes[0].texts]
+    labels = [t for t in texts if t.startswith("r: ")]
+    assert labels and all(re.fullmatch(r"r: …?\d\.\d\d( \d\.\d\d)*", t) for t in labels), labels
 
 
 def test_draw_into_a_given_axes_and_empty_trees():

@@ -4,8 +4,9 @@
 stood after rollout ``r``: per node its value Q, visits N and UCT (App. A Eq. 11, or the official
 variant when the search's config names it; an unvisited node shows ">>1"), the example the node
 adds to the K-shot prompt (a thumbnail of its image and a short text), the rewards (Eq. 9) of the
-rollouts that passed through it, and the path of rollout ``r`` in red; a strip below shows the
-reward of each rollout so far.
+rollouts that passed through it (the last ones that fit its column, at two decimals:
+``reward_label``), and the path of rollout ``r`` in red (not necessarily the search's final
+choice); a strip below shows the reward of each rollout so far.
 
 The input is the export of ``kbvqa.search`` (``RCTSResult.tree_records`` or ``tree_to_records``);
 ``tree_view`` reads it and ``tree_state`` gives the values at any rollout (earlier rollouts are
@@ -20,14 +21,14 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kbvqa.data.schema import open_image
 from kbvqa.viz.frames import legible_pt
 from kbvqa.viz.trees_records import NodeView, TreeView, tree_state, tree_view
 
-__all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "tree_layout", "tree_state",
-           "tree_view"]
+__all__ = ["NodeView", "TreeView", "draw_rcts_tree", "example_label", "reward_label", "tree_layout",
+           "tree_state", "tree_view"]
 
 
 def tree_layout(parents: Mapping) -> dict:
@@ -140,10 +141,17 @@ def _draw_node(ax, xy, node: NodeView, state: dict, on_path: bool, example, good
         ax.text(xy[0], xy[1] - 0.5, label, ha="center", va="top", fontsize=fontsize, zorder=3,
                 color="#2e8b57" if good else "#333333", linespacing=1.1, bbox=_BEHIND)
     if show_rewards and state["rewards"]:
-        shown = " ".join(f"{r:.1f}" for _, r in state["rewards"][-3:])
-        more = "…" if len(state["rewards"]) > 3 else ""
-        ax.text(xy[0], xy[1] + 0.19, "r: " + more + shown, ha="center", va="bottom", fontsize=fontsize,
-                color="#7f3c8d", zorder=4, bbox=_BEHIND)
+        ax.text(xy[0], xy[1] + 0.19, reward_label([r for _, r in state["rewards"]], label_chars), ha="center",
+                va="bottom", fontsize=fontsize, color="#7f3c8d", zorder=4, bbox=_BEHIND)
+
+
+def reward_label(rewards: Sequence[float], chars: int = 16, most: int = 3) -> str:
+    """A node's rewards as its label writes them: "r: " and the last ones at two decimals (as the
+    rollout tables print them), as many as fit in ``chars`` characters (at least one, at most
+    ``most``), "…" before them when some are left out."""
+    fit = max(1, min(most, (chars - len("r: …")) // len(" 0.00")))
+    shown = " ".join(f"{r:.2f}" for r in rewards[-fit:])
+    return "r: " + ("…" if len(rewards) > fit else "") + shown
 
 
 def _get(obj, key):
