@@ -33,6 +33,24 @@ def test_advantages_use_the_reward_baseline():
         ppo_advantages([float("nan")])
 
 
+def test_a_learned_baseline_centres_the_advantages_on_the_batch():
+    """Issue 55: with App. C.4's constant 3.75 and a mean reward near 2, most advantages are
+    negative; a batch-mean baseline centres them, the normalised one also scales them to unit spread."""
+    rewards = [2.0, 1.0, 3.0, 2.0]
+    assert (ppo_advantages(rewards) < 0).all()                                   # the constant: all negative
+    assert torch.allclose(ppo_advantages(rewards, kind="batch_mean"), torch.tensor([0.0, -1.0, 1.0, 0.0]))
+    normalised = ppo_advantages(rewards, kind="normalised")
+    assert normalised.mean().abs() < 1e-6 and normalised.std(unbiased=False).item() == pytest.approx(1.0, abs=1e-5)
+    assert torch.equal(ppo_advantages([3.0, 3.0], kind="normalised"), torch.zeros(2))   # no spread: no signal
+    with pytest.raises(ValueError, match="constant"):
+        ppo_advantages(rewards, kind="value_head")
+    with pytest.raises(ValueError, match="batch_mean"):
+        PPOConfig(baseline="median")
+    from kbvqa.experiments.serts_ppo.run import main
+    with pytest.raises(ValueError, match="normalised"):          # an unknown --baseline, before any model loads
+        main(["--baseline", "median"])
+
+
 def _example():
     lp = torch.log(torch.tensor([[0.5, 0.2], [0.3, 1.0]])).requires_grad_(True)
     old = torch.log(torch.tensor([[0.4, 0.2], [0.2, 1.0]]))

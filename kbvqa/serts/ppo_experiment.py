@@ -63,6 +63,7 @@ class PPORunConfig:
     n_test: int = 180             # held-out literature questions scored (all 180)
     n_samples: int = 2            # sampled root queries per question (temperature 0.7) beside the greedy one
     k: int = 5                    # BM25 abstracts per query (SeRTS top-k)
+    baseline: str = "constant"    # PPOConfig.baseline: App. C.4's constant 3.75 | "batch_mean" | "normalised"
 
     def __post_init__(self):
         for name in ("n_train", "sim", "chunk", "epochs", "batch_size", "mini_batch_size", "ppo_epochs",
@@ -77,10 +78,12 @@ class PPORunConfig:
             raise ValueError(f"rewards must be some of {REWARDS}, got {self.rewards!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        self.ppo_config()                # validates the baseline
 
     def ppo_config(self) -> PPOConfig:
         return PPOConfig(learning_rate=self.learning_rate, batch_size=self.batch_size,
-                         mini_batch_size=self.mini_batch_size, ppo_epochs=self.ppo_epochs, seed=self.seed)
+                         mini_batch_size=self.mini_batch_size, ppo_epochs=self.ppo_epochs, seed=self.seed,
+                         baseline=self.baseline)
 
 
 def recall_at(world, query: str, gold, k: int) -> float:

@@ -26,6 +26,7 @@ from kbvqa.experiments.work import WorkFolder, default_work_root, map_in_chunks,
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.inference import inference_copy
 from kbvqa.models.pretrain_mc_lit import lit_question_split
+from kbvqa.rl.ppo import BASELINES
 from kbvqa.serts import ppo_experiment as stages
 from kbvqa.serts.ppo_experiment import RESULTS_DIR, REWARDS, PPORunConfig, root_queries, summarise, train_ppo
 
@@ -65,6 +66,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--sim", type=positive_int, default=PPORunConfig.sim)
     parser.add_argument("--rewards", nargs="+", default=list(REWARDS), choices=REWARDS)
     parser.add_argument("--seed", type=non_negative_int, default=PPORunConfig.seed)
+    parser.add_argument("--baseline", default=PPORunConfig.baseline,
+                        help=f"PPO's reward baseline, one of {BASELINES}: App. C.4's constant 3.75 (default), the "
+                             "batch's mean reward, or mean and standard deviation (issue 55)")
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--work", type=Path, default=default_work_root("serts_ppo"))
@@ -75,9 +79,12 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     config = PPORunConfig(n_train=args.n_train, n_test=args.n_test, sim=args.sim, rewards=tuple(args.rewards),
-                          seed=args.seed)
+                          seed=args.seed, baseline=args.baseline)    # an unknown baseline: ValueError naming them
     model = role_model("searcher")
-    work = WorkFolder(args.work, work_fingerprint({"config": asdict(config), "model": model}), fresh=args.fresh)
+    settings = asdict(config)
+    if settings["baseline"] == "constant":         # the runs before the option keep their work folders
+        settings.pop("baseline")
+    work = WorkFolder(args.work, work_fingerprint({"config": settings, "model": model}), fresh=args.fresh)
     print(f"work folder: {work.dir}", flush=True)
     t0 = time.perf_counter()
     result = run_experiment(config, work)
