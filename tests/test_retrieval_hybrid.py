@@ -191,6 +191,8 @@ def test_toy_world_hybrid_retrieval_finds_answer_carrying_examples(small_toy):
                                                     [i in relevant for i in top.ids[:3]]),
                draw_maxsim_matrix(torch.eye(3), torch.eye(3)[:2], n_query_text=1, n_doc_text=1)]
     assert len(figures[0].axes) == 2 and len(figures[1].axes) == 4
+    titled = draw_retrieved(q, [world.mc_kb[i] for i in top.indices[:3]], title="hybrid: top 3")
+    assert titled._suptitle.get_text() == "hybrid: top 3" and figures[1]._suptitle is None
     import matplotlib.pyplot as plt
 
     assert not plt.get_fignums()   # every figure was closed (shown once by a notebook)

@@ -323,6 +323,19 @@ def test_helpers(world, small):
         world.rule_examples(world.kbvqa_test[0])
 
 
+def test_draw_query_keeps_every_line_inside_the_picture(small):
+    """A long answer (chapter 00's figure ran two answers off the panel) is wrapped to the width."""
+    q = next(q for q in small.kbvqa_test if q.answer_type == "multi")
+    long = dataclasses.replace(q, answers=["skonkend", "tesax", "shookand", "todern", "x" * 60])
+    short = draw_query(small, q, scale=2)
+    drawn = draw_query(small, long, scale=2)
+    pic_h = open_image(q.image).height * 2
+    assert drawn.width == short.width and drawn.height > short.height   # wrapped, not widened
+    text = np.asarray(drawn)[pic_h:]
+    assert (text[:, -4:] == 255).all(), "ink in the right margin: a line runs off the picture"
+    assert (text != 255).any()
+
+
 @pytest.mark.parametrize("bad", [
     {"n_families": 1}, {"members_per_family": 1}, {"image_size": 8}, {"mc_options": 9},
     {"unseen_entities_per_family": 4}, {"n_genes": 3}, {"mc_hint_rate": 1.5}, {"noise_std": -1.0},

@@ -6,9 +6,9 @@
 - ``draw_recall_at_k``: Recall@K and Precision@K against K, one colour per mode, solid for MaxSim
   and dotted for the pooled first stage alone (``kbvqa.retrieval.hybrid_eval.RetrievalEvaluation``).
 - ``draw_retrieved``: the query's picture and question next to its top retrieved examples, each
-  framed green when it carries the query's answer and red otherwise; 1.6 in per panel and no text
-  under ``frames.legible_pt`` of the figure's width (six 2 in panels at 6.5 pt showed the questions
-  at 5.8 px).
+  framed green when it carries the query's answer and red otherwise, under an optional title;
+  1.6 in per panel and no text under ``frames.legible_pt`` of the figure's width (six 2 in panels
+  at 6.5 pt showed the questions at 5.8 px).
 
 Every function closes its figure and returns it, so a notebook shows it exactly once. Leaves out:
 computing anything (``kbvqa.retrieval``).
@@ -79,9 +79,11 @@ def draw_recall_at_k(evaluation, relevance: str = "answer"):
     return fig
 
 
-def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 1.6, wrap: int = 22):
+def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 1.6, wrap: int = 22,
+                   title: str = ""):
     """The query (first panel) and its retrieved ``examples`` (``KBExample``/``Query`` with images).
-    ``scores``: one per example; ``relevant``: one bool per example (green / red frame)."""
+    ``scores``: one per example; ``relevant``: one bool per example (green / red frame); ``title``:
+    a line above the panels (say which retrieval this is when a page shows several)."""
     import matplotlib.pyplot as plt
 
 
@@ -107,6 +109,8 @@ def draw_retrieved(query, examples, scores=None, relevant=None, size: float = 1.
         for spine in ax.spines.values():
             spine.set_edgecolor(colour)
             spine.set_linewidth(1 if i == 0 or relevant is None else 3)
+    if title:
+        fig.suptitle(title, fontsize=small + 1.5)
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -9,8 +9,6 @@ the other pictures, by role.)
 """
 from __future__ import annotations
 
-import textwrap
-
 from PIL import Image, ImageDraw, ImageFont
 
 from kbvqa.data.schema import open_image
@@ -59,9 +57,29 @@ def family_grid(world, n_families: int = 6, cell: int = 112, include_distractors
     return img
 
 
+def _fit(text: str, font, width: int) -> list[str]:
+    """``text`` wrapped at spaces into lines no wider than ``width`` pixels in ``font``; a word
+    wider than that on its own is cut into pieces that fit."""
+    lines: list[str] = []
+    for word in text.split():
+        pieces = []
+        while len(word) > 1 and font.getlength(word) > width:
+            cut = max((k for k in range(1, len(word)) if font.getlength(word[:k]) <= width), default=1)
+            pieces.append(word[:cut])
+            word = word[cut:]
+        pieces.append(word)
+        for i, piece in enumerate(pieces):
+            if i == 0 and lines and font.getlength(f"{lines[-1]} {piece}") <= width:
+                lines[-1] = f"{lines[-1]} {piece}"
+            else:
+                lines.append(piece)
+    return lines or [""]
+
+
 def draw_query(world, query, scale: int = 3, show_answer: bool = True) -> Image.Image:
     """The query's picture enlarged ``scale`` times with its subject box, the question below and,
-    optionally, the gold answer."""
+    optionally, the gold answer. Every line of text is wrapped to the picture's width, so a long
+    answer or option stays inside the image."""
     if scale < 1:
         raise ValueError(f"scale must be >= 1, got {scale}")
     pic = open_image(query.image)
@@ -69,24 +87,24 @@ def draw_query(world, query, scale: int = 3, show_answer: bool = True) -> Image.
         raise ValueError(f"query {query.id} has no image")
     w, h = pic.size
     pic = pic.resize((w * scale, h * scale), Image.Resampling.NEAREST)
-    lines = textwrap.wrap(query.question, width=max(20, w * scale // 8))
+    texts = [query.question]
     if query.options:
         letters = [chr(ord("A") + i) for i in range(len(query.options))]
-        lines += [f"({letter}) {opt}" for letter, opt in zip(letters, query.options)]
+        texts += [f"({letter}) {opt}" for letter, opt in zip(letters, query.options)]
     if show_answer:
         answer = query.answer_text if query.answer_type == "choice" else ", ".join(query.answers)
-        lines.append(f"answer: {answer}")
+        texts.append(f"answer: {answer}")
         entity = query.meta.get("entity_id")
         if entity:
-            lines.append(f"subject: {entity} ({world.entity(entity).family})")
-    line_h = 16
+            texts.append(f"subject: {entity} ({world.entity(entity).family})")
+    font, margin, line_h = _font(13), 6, 16
+    lines = [line for text in texts for line in _fit(text, font, pic.width - 2 * margin)]
     img = Image.new("RGB", (pic.width, pic.height + 8 + line_h * len(lines)), _PAPER)
     img.paste(pic, (0, 0))
     draw = ImageDraw.Draw(img)
     if query.box is not None:
         x0, y0, x1, y1 = (v * scale for v in query.box)
         draw.rectangle([x0, y0, x1 - 1, y1 - 1], outline=_BOX, width=max(2, scale))
-    font = _font(13)
     for i, line in enumerate(lines):
-        draw.text((6, pic.height + 4 + i * line_h), line, fill=_INK, font=font)
+        draw.text((margin, pic.height + 4 + i * line_h), line, fill=_INK, font=font)
     return img
