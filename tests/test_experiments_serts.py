@@ -212,6 +212,13 @@ def test_a_setup_resumes_from_the_chunks_its_file_holds(tmp_path, world, monkeyp
     calls.clear()
     runner.run_setup("scripted", world, FakeAnswerer(), replace(config, top_k=3), log=lambda *_: None, path=path)
     assert len(calls) == 4, "other settings: every chunk runs again"
+    calls.clear()
+    aliased = runner.get_world(0, replace(world.config, abstract_alias_share=0.3))
+    runner.run_setup("scripted", aliased, FakeAnswerer(), replace(config, top_k=3), log=lambda *_: None, path=path)
+    assert len(calls) == 4, "another corpus (issue 55's aliases): every chunk runs again"
+    assert runner.read_run(path)[0]["abstract_alias_share"] == 0.3
+    with pytest.raises(SystemExit):
+        runner.main(["--abstract-alias-share", "1.5"])
 
 
 def test_a_live_rerun_keeps_the_records_prompts_in_the_gpu_profile(monkeypatch):

@@ -355,3 +355,30 @@ def test_bad_arguments_raise():
         ToyWorldConfig().scaled(0)
     bigger = ToyWorldConfig().scaled(4)
     assert bigger.n_families == 64 and bigger.mc_kb_size == 4 * 2048 and bigger.members_per_family == 4
+
+
+def test_abstract_aliases_change_only_the_literature(world):
+    """Issue 55: a share of abstracts introduces a second name of its subject ("X (Y)") from an RNG
+    stream of its own: creatures, KB-VQA and MC stay byte-identical, and so does every abstract's
+    wording outside the bracket."""
+    import dataclasses as dc
+
+    aliased = build_world(0, dc.replace(ToyWorldConfig(), abstract_alias_share=0.3))
+    for split in ("entities", "documents", "kbvqa_train", "kbvqa_test", "mc_kb", "mc_test", "mc_train",
+                  "lit_questions"):
+        assert [x.to_dict() for x in getattr(aliased, split)] == [x.to_dict() for x in getattr(world, split)], split
+    assert len(aliased.literature) == len(world.literature)
+    introduced = 0
+    for a, b in zip(aliased.literature, world.literature):
+        assert a.id == b.id and a.title == b.title and a.meta["names"] == b.meta["names"]
+        if "alias" in a.meta:
+            introduced += 1
+            name = a.meta["names"][0].lower()        # the key sentence may open with it, capitalised
+            assert a.text.lower() == b.text.lower().replace(name, f"{name} ({a.meta['alias'].lower()})", 1)
+            assert a.meta["alias"] != a.meta["names"][0]
+        else:
+            assert a.text == b.text
+    assert 0.2 < introduced / len(world.literature) < 0.4
+    assert "abstract_alias_share" not in ToyWorldConfig().to_dict()          # the default manifest is unchanged
+    with pytest.raises(ValueError, match="abstract_alias_share"):
+        ToyWorldConfig(abstract_alias_share=1.5)

@@ -50,6 +50,7 @@ class ToyWorldConfig:
     abstracts_per_fact_min: int = 2
     abstracts_per_fact_max: int = 4
     n_lit_questions: int = 360
+    abstract_alias_share: float = 0.0      # abstracts that introduce a second name, "X (Y)" (issue 55)
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -85,6 +86,7 @@ class ToyWorldConfig:
         need(1 <= self.abstracts_per_fact_min <= self.abstracts_per_fact_max <= 10,
              "need 1 <= abstracts_per_fact_min <= abstracts_per_fact_max <= 10")
         need(self.n_lit_questions >= 4, "n_lit_questions must be >= 4")
+        need(self.abstract_alias_share <= 1, "abstract_alias_share must be in [0, 1]")
         need(len(PATTERNS) >= 2, "internal: too few patterns")
 
     def scaled(self, factor: float) -> ToyWorldConfig:
@@ -114,4 +116,9 @@ class ToyWorldConfig:
                    n_conditions=10, n_compounds=16, n_genes=12, n_lit_questions=24)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields, as the manifest records them; ``abstract_alias_share`` only when set, so the
+        worlds built before the option keep their manifest (and its hash) byte for byte."""
+        out = dataclasses.asdict(self)
+        if not out["abstract_alias_share"]:
+            del out["abstract_alias_share"]
+        return out

@@ -4,7 +4,9 @@ Abstracts: each fact of ``toy_lit_concepts`` (a causal gene, a symptom profile, 
 worked or failed, a drug target, side effects, a description, a gene function) is reported by
 2-4 short abstracts: a title, one sentence stating the fact and one to three generic study
 sentences. Each abstract calls every concept by one of its names, drawn at random, so the same
-fact appears under different wordings.
+fact appears under different wordings. With ``ToyWorldConfig.abstract_alias_share > 0`` that share
+of abstracts also introduces a second name of its subject in brackets (issue 55; 0 by default, the
+corpus of the committed runs).
 
 Questions (``Query`` with no image): "yesno", "factoid", "list" and "summary", as in BioASQ.
 ``gold_doc_ids`` are all abstracts of the facts the answer needs; ``solution`` is the ideal answer
@@ -78,12 +80,19 @@ def _facts(concepts: dict[str, Concept]) -> list[tuple[str, str, tuple]]:
     return out
 
 
-def build_abstracts(seed: int, concepts: dict[str, Concept], per_fact: tuple[int, int]):
-    """(abstracts, fact id -> abstract ids)."""
+def build_abstracts(seed: int, concepts: dict[str, Concept], per_fact: tuple[int, int], alias_share: float = 0.0):
+    """(abstracts, fact id -> abstract ids). ``alias_share``: the share of abstracts whose key sentence
+    introduces a second name of its subject, "kibekitabine (KZ-2018)", as real abstracts do (issue
+    55: a name the question does not use can then be discovered by reading). The choice comes from a
+    stream of its own (``item_rng(seed, "aliases", fact)``), so every other draw, and with 0 the whole
+    corpus, stays as it was; such an abstract's ``meta["alias"]`` holds the name it introduces."""
+    if not 0.0 <= alias_share <= 1.0:
+        raise ValueError(f"alias_share must lie in [0, 1], got {alias_share!r}")
     items: list[LiteratureItem] = []
     by_fact: dict[str, list[str]] = {}
     for fact_id, rel, ids in _facts(concepts):
         rng = item_rng(seed, "abstracts", fact_id)
+        alias_rng = item_rng(seed, "aliases", fact_id)
         subject = concepts[ids[0]]
         n_abstracts = rng.randint(*per_fact)
         if rel in ("symptoms", "side_effects"):  # enough abstracts to mention every item
@@ -107,15 +116,22 @@ def build_abstracts(seed: int, concepts: dict[str, Concept], per_fact: tuple[int
                 listed = (listed[start:] + listed[:start])[:rng.choice((2, 3))]
                 fields["s"] = join_names([name[s] for s in listed], article="")
                 mentioned = [ids[0], *listed]
-            key = rng.choice(_KEY_SENTENCES[rel]).format(**fields)
+            key_fields, alias = fields, None
+            if alias_share and alias_rng.random() < alias_share:
+                others = [n for n in subject.names if n != name[ids[0]]]
+                if others:
+                    alias = alias_rng.choice(others)
+                    key_fields = {**fields, first: f"{name[ids[0]]} ({alias})"}
+            key = rng.choice(_KEY_SENTENCES[rel]).format(**key_fields)
             fillers = [f.format(**fields) for f in rng.sample(_FILLERS, rng.randint(1, 3))]
             fillers.insert(rng.randint(0, 1), key[0].upper() + key[1:])
             text = " ".join(fillers)
             aid = f"lit-{len(items):05d}"
             title = _TITLES[rel].format(**fields)
-            items.append(LiteratureItem(aid, title[0].upper() + title[1:], text,
-                                        meta={"fact": fact_id, "relation": rel, "concepts": mentioned,
-                                              "names": [name[c] for c in mentioned]}))
+            meta = {"fact": fact_id, "relation": rel, "concepts": mentioned, "names": [name[c] for c in mentioned]}
+            if alias is not None:
+                meta["alias"] = alias
+            items.append(LiteratureItem(aid, title[0].upper() + title[1:], text, meta=meta))
             by_fact.setdefault(fact_id, []).append(aid)
     return items, by_fact
 

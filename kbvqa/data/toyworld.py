@@ -213,7 +213,7 @@ def build_world(seed: int = 0, config: ToyWorldConfig | None = None) -> ToyWorld
     concepts = build_concepts(seed, cfg.n_conditions, cfg.n_compounds, cfg.n_genes)
     by_id = {c.id: c for c in concepts}
     literature, by_fact = build_abstracts(seed, by_id, (cfg.abstracts_per_fact_min,
-                                                        cfg.abstracts_per_fact_max))
+                                                        cfg.abstracts_per_fact_max), cfg.abstract_alias_share)
     lit_questions = build_lit_questions(seed, by_id, by_fact, cfg.n_lit_questions)
     return ToyWorld(seed, cfg, families, entities, documents, kbvqa_train, kbvqa_test, mc_train,
                     mc_kb, mc_test, mc_rules, literature, lit_questions, concepts, views)

@@ -20,6 +20,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from kbvqa.config import get_profile, seed_everything
+from kbvqa.data.toy_config import ToyWorldConfig
 from kbvqa.data.toyworld import get_world
 from kbvqa.experiments.plans import apply_plan, check_counted_run
 from kbvqa.experiments.runs import model_fingerprint, non_negative_int, positive_int, provenance
@@ -37,6 +38,8 @@ def run_setup(setup: str, world, vlm, config: ExperimentConfig, methods=METHODS,
     questions = experiment_questions(world, setup, config)
     header = {"setup": setup, "config": asdict(config), "model": model_fingerprint(vlm),
               "methods": [m.name for m in methods]}
+    if world.config.abstract_alias_share:        # another corpus: its own header (never resumed into)
+        header["abstract_alias_share"] = world.config.abstract_alias_share
     starts = list(range(0, len(questions), config.chunk))
     sizes = {chunk: len(questions[start:start + config.chunk]) for chunk, start in enumerate(starts)}
     done = resumed_units(path, header, len(methods), sizes) if path is not None else {}
@@ -124,15 +127,22 @@ def main(argv=None) -> dict:
     parser.add_argument("--share-prefix", action="store_true",
                         help="prefill the proposer's and grader's common opening once (same text up to "
                              "floating-point noise; off for the committed runs)")
+    parser.add_argument("--abstract-alias-share", type=float, default=0.0,
+                        help="share of abstracts that introduce a second name, 'X (Y)' (issue 55; "
+                             "ToyWorldConfig.abstract_alias_share, 0 = the committed corpus)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
+    try:
+        world_config = replace(ToyWorldConfig(), abstract_alias_share=args.abstract_alias_share)
+    except ValueError as e:
+        parser.error(str(e))
     apply_plan(args, args.out, parser, rows_attr="methods", limit_attr="model_n")     # plan.json's sizes
     torch.set_num_threads(args.threads)
     seed_everything(0)
     config = replace(ExperimentConfig(), scripted_n=args.scripted_n, model_n=args.model_n, seeds=tuple(args.seeds),
                      chunk=args.chunk, share_prefix=args.share_prefix)
     methods = tuple(m for m in METHODS if m.name in args.methods)
-    world, vlm = get_world(0), load_vlm("searcher", profile=get_profile("cpu"))
+    world, vlm = get_world(0, world_config), load_vlm("searcher", profile=get_profile("cpu"))
     t0, runs, times, configs = time.perf_counter(), {}, {}, {}
     for setup in args.setups:
         t = time.perf_counter()
@@ -147,6 +157,7 @@ def main(argv=None) -> dict:
             print(f"{setup}: its records were made by {header.get('model')}, not this model; left out")
     prov = provenance(0, vlm, seeds=list(config.seeds), wall_seconds=round(time.perf_counter() - t0, 1),
                       setup_seconds=times, setup_configs=configs,
+                      **({"abstract_alias_share": args.abstract_alias_share} if args.abstract_alias_share else {}),
                       command="python -m kbvqa.experiments.serts_experiment " + " ".join(argv or sys.argv[1:]))
     check_counted_run(args.out, RESULTS_DIR, [r for recs in runs.values() for r in recs], prov)   # plan.json
     results = summarise(runs, config=asdict(config), provenance=prov)
