@@ -152,6 +152,22 @@ def test_figures_are_closed_and_plot_the_curves():
         draw_grpo_curves({})
 
 
+def test_the_sft_legend_sits_below_the_curves():
+    """Chapter 22: inside the axes the legend covered the committed run's L_SFT curve (the figure
+    check sees text under a legend, not lines); below them it covers no curve and stays in the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    steps = list(range(150))
+    fig = draw_sft_curves({"steps": steps, "loss": [0.6 - 0.0034 * s for s in steps],
+                           "answer_loss": [3e-3] * 150, "trace_loss": [3.0 - 0.017 * s for s in steps]})
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax, renderer = fig.axes[0], canvas.get_renderer()
+    legend, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend.y1 < axes.y0, "the legend is below the axes"
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.x1 and legend.y0 >= 0, "and inside the figure"
+
+
 def test_a_trace_writer_that_ignores_the_prompt_is_not_asked_on(world, monkeypatch):
     from kbvqa.reag import ladder_train
     from kbvqa.reag.ladder import LadderConfig
@@ -177,3 +193,24 @@ def test_a_trace_writer_that_ignores_the_prompt_is_not_asked_on(world, monkeypat
         out = ladder_train.model_traces(world, examples, config, log=log, chunk=2)
         assert asked == expected and len(out) == 6 and log["traces"]["asked"] == sum(expected)
         assert log["traces"]["from_model"] == (6 if follows else 0)
+
+
+def test_kept_set_examples_answer_when_the_evidence_is_kept_and_abstain_only_when_it_is_not(world):
+    """Issue 53: the generator trains on the sets the critic keeps; the target is the gold answer
+    whenever the evidence is among them, "I don't know" only when it is not."""
+    from kbvqa.prompts.formats import UNKNOWN
+    from kbvqa.reag.cold_start import kept_set_examples
+
+    queries = world.kbvqa_train[:3]
+    gold = [world.passage(q.evidence_ids[0]) for q in queries]
+    other = [world.document_of(world.lookalikes(q.meta["entity_id"])[0].id).passages[0] for q in queries]
+    kept = [[other[0], gold[0]], [other[1]], []]
+    examples = kept_set_examples(world, queries, kept)
+    answers = [e.completion.split("<answer>")[1].split("</answer>")[0] for e in examples]
+    assert answers[0] != UNKNOWN and answers[1] == UNKNOWN and answers[2] == UNKNOWN
+    assert [e.meta["passage_ids"] for e in examples] == [[p.id for p in k] for k in kept]
+    assert [e.meta["gold_included"] for e in examples] == [True, False, False]
+    with pytest.raises(ValueError, match="training questions only"):
+        kept_set_examples(world, [world.kbvqa_test[0]], [[]])
+    with pytest.raises(ValueError, match="one kept list per query"):
+        kept_set_examples(world, queries, kept[:2])

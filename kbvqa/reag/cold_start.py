@@ -16,8 +16,14 @@ The second target departs from ReAG, whose traces keep the gold answer for an ir
 be memorised; the tiny model's pretraining used the same "I don't know" convention
 (``kbvqa.prompts.formats.kbvqa_target``). Prompts are the generator's (``reag_generator``, one passage).
 
+``kept_set_examples(world, queries, kept)`` (issue 53) trains the generator on what it will read at
+test: the passages the critic keeps for a training question, the gold answer with its worked
+rationale when the evidence is among them, and "I don't know" only when it is not. That departs
+from ReAG, which trains on single-passage critic tuples; chapter 22 says so.
+
 Leaves out: traces written by a model (gpu profile: render ``reag_trace`` and call ``generate``),
-the loss and the loop (``sft.py``).
+the loss and the loop (``sft.py``), scoring the training questions' passages with the critic
+(``kbvqa.reag.critic.Critic.filter_many``, whose kept lists this module reads).
 """
 from __future__ import annotations
 
@@ -31,7 +37,9 @@ from kbvqa.prompts.formats import (
     Example,
     critic_negative,
     kbvqa_answer_text,
+    kbvqa_meta,
     kbvqa_prompt,
+    kbvqa_target,
 )
 
 SOFT_HARD_NEGATIVES = (0.3, 0.7)   # ReAG supp. C: 30 % soft and 70 % hard negatives
@@ -91,4 +99,26 @@ def cold_start_examples(world, n: int, seed: int = 0, positive_rate: float = 0.5
         else:
             passage, kind = critic_negative(world, q, rng, SOFT_HARD_NEGATIVES[1])
             out.append(cold_start_example(world, q, passage, False, cfg, negative_kind=kind))
+    return out
+
+
+def kept_set_examples(world, queries: list[Query], kept: list[list[Passage]], cfg=None) -> list[Example]:
+    """One SFT example per training query and the passages the critic kept for it (``kept[i]``, in
+    the critic's order): the generator's prompt over those passages (none: the no-passage prompt),
+    the target ``kbvqa_target`` -- the gold answer and its rationale when the evidence is among them,
+    "I don't know" only when it is not (issue 53). A test query raises ``ValueError``: the kept sets
+    must come from training questions."""
+    if len(kept) != len(queries):
+        raise ValueError(f"one kept list per query: {len(queries)} queries, {len(kept)} lists")
+    test_ids = {q.id for q in world.kbvqa_test}
+    leaked = [q.id for q in queries if q.id in test_ids]
+    if leaked:
+        raise ValueError(f"kept_set_examples trains on training questions only; got test queries {leaked[:3]}")
+    cfg = cfg or role_mix_config("rl_policy")
+    out = []
+    for q, passages in zip(queries, kept):
+        passages = list(passages)
+        evidence = set(q.evidence_ids) & {p.id for p in passages}
+        out.append(Example(kbvqa_prompt(world, q, passages, "reag", cfg), kbvqa_target(q, "reag", bool(evidence)),
+                           "kept_set", meta=kbvqa_meta(q, passages, style="reag", gold_included=bool(evidence))))
     return out
