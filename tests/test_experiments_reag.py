@@ -85,8 +85,8 @@ def test_rung_passages_follow_the_flags(world):
 
 
 def test_config_validation_and_fingerprints():
-    for bad in (dict(limit=0), dict(group_size=1), dict(threshold=1.5), dict(alpha=2.0), dict(k=0),
-                dict(sft_steps=True), dict(traces="gpt"), dict(trace_tokens=0)):
+    for bad in (dict(limit=0), dict(group_size=1), dict(threshold=1.5), dict(threshold=0.0), dict(threshold=1.0),
+                dict(alpha=2.0), dict(k=0), dict(sft_steps=True), dict(traces="gpt"), dict(trace_tokens=0)):
         with pytest.raises(ValueError):
             LadderConfig(**bad)
     base, more_sft = LadderConfig(), LadderConfig(sft_steps=7)

@@ -96,7 +96,9 @@ class LadderConfig:
             raise ValueError(f"group_size must be an int >= 2, got {self.group_size!r}")
         if not 0 <= self.alpha <= 1 or not self.sft_lr > 0 or not self.grpo_lr > 0:
             raise ValueError("need 0 <= alpha <= 1, sft_lr > 0 and grpo_lr > 0")
-        check_threshold(self.threshold)
+        if not 0.0 < check_threshold(self.threshold) < 1.0:
+            raise ValueError(f"the ladder's critic threshold must lie in (0, 1), got {self.threshold!r}: 0 keeps "
+                             "every passage (the coarse rung, no critic) and 1 none")
         if self.traces not in TRACE_SOURCES:
             raise ValueError(f"traces must be one of {TRACE_SOURCES}, got {self.traces!r}")
 
