@@ -287,3 +287,31 @@ def test_shared_prefix_generation_is_the_plain_greedy_generation(vlm):
     assert [len(t) for t in sampled.texts] == [3, 3, 3]
     assert sampled.texts == vlm.generate(batch[:3], n=3, temperature=1.0, max_new_tokens=4, seed=0,
                                          share_prefix=True, details=True).texts      # seeded: repeatable
+
+
+def test_fp16_runs_on_the_cpu_and_non_finite_logits_raise_naming_the_fix(vlm):
+    """Issue 56: the same code path in float16 (a CPU test of what a T4 runs), and a model whose
+    logits overflow raises ``NonFiniteLogitsError`` in generation and scoring instead of returning
+    garbage."""
+    import copy
+
+    from kbvqa.models.finite import NonFiniteLogitsError, check_finite
+
+    half = copy.copy(vlm)
+    half.model = copy.deepcopy(vlm.model).to(torch.float16)
+    texts = half.generate(prompts()[:1], max_new_tokens=3, temperature=0)
+    assert len(texts) == 1 and isinstance(texts[0][0], str)
+    assert torch.isfinite(half.p_yes(prompts()[:1])).all()
+    broken = copy.copy(vlm)
+    broken.model = copy.deepcopy(vlm.model)
+    with torch.no_grad():
+        broken.core.get_output_embeddings().weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteLogitsError, match="float32"):
+        broken.generate(prompts()[:1], max_new_tokens=2, temperature=0)
+    with pytest.raises(NonFiniteLogitsError, match="next_token_logits"):
+        broken.p_yes(prompts()[:1])
+    with pytest.raises(NonFiniteLogitsError, match="completion_logprobs"):
+        broken.completion_logprobs(prompts()[:1], ["red"])
+    assert check_finite(torch.tensor([[0.0, -float("inf")]]), "x") is not None     # a masked token is fine
+    with pytest.raises(NonFiniteLogitsError, match="1 row"):
+        check_finite(torch.tensor([[-float("inf"), -float("inf")]]), "x")

@@ -139,6 +139,16 @@ def _cut(text: str, stops: list[str], include_stop: bool) -> str:
     return text[: pos + len(stop)] if include_stop else text[:pos]
 
 
+def _checked(vlm, extra: dict) -> dict:
+    """``extra`` with the non-finite logits check (``kbvqa.models.finite``) as a logits processor."""
+    from transformers import LogitsProcessorList
+
+    from kbvqa.models.finite import FiniteLogitsCheck
+
+    dtype = getattr(getattr(vlm, "core", None), "dtype", None)
+    return {**extra, "logits_processor": LogitsProcessorList([FiniteLogitsCheck(dtype)])}
+
+
 def _generate_shared_prefix(vlm, batch, config, n: int, extra: dict):
     """``n`` samples per prompt from ONE prefill: the KV cache of the prompt minus its last token,
     repeated ``n`` times; ``generate`` then runs the last prompt token and decodes."""
@@ -153,7 +163,7 @@ def _generate_shared_prefix(vlm, batch, config, n: int, extra: dict):
     single.num_return_sequences = 1
     return vlm.model.generate(input_ids=batch["input_ids"].repeat_interleave(n, 0),
                               attention_mask=batch["attention_mask"].repeat_interleave(n, 0),
-                              past_key_values=cache, generation_config=single, **extra)
+                              past_key_values=cache, generation_config=single, **_checked(vlm, extra))
 
 
 def _generate_group(vlm, items: list[dict], length: int, config, rep: int, stops, image_ids) -> list[list[int]]:
@@ -198,7 +208,7 @@ def _generate_group(vlm, items: list[dict], length: int, config, rep: int, stops
     single = copy.deepcopy(config)
     single.num_return_sequences = 1
     out = vlm.model.generate(input_ids=full_ids, attention_mask=torch.cat([ones, mask], 1), past_key_values=cache,
-                             generation_config=single, **extra)
+                             generation_config=single, **_checked(vlm, extra))
     return out[:, full_ids.shape[1]:].tolist()
 
 
@@ -233,7 +243,7 @@ def _rows_shared(vlm, chats, config, per_call: int, batch_size: int, stops) -> l
         if per_call > 1:
             out = _generate_shared_prefix(vlm, batch, config, per_call, extra)
         else:
-            out = vlm.model.generate(**batch, generation_config=config, **extra)
+            out = vlm.model.generate(**batch, generation_config=config, **_checked(vlm, extra))
         new = out[:, batch["input_ids"].shape[1]:].tolist()
         for k, i in enumerate(chunk):
             rows[i * per_call:(i + 1) * per_call] = new[k * per_call:(k + 1) * per_call]
@@ -294,7 +304,7 @@ def generate(vlm, prompts, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, t
             if per_call > 1 and vlm.family == "idefics3":
                 out = _generate_shared_prefix(vlm, batch, config, per_call, extra)
             else:
-                out = vlm.model.generate(**batch, generation_config=config, **extra)
+                out = vlm.model.generate(**batch, generation_config=config, **_checked(vlm, extra))
             collect(out[:, batch["input_ids"].shape[1]:].tolist())
     if not details:
         return texts

@@ -155,7 +155,9 @@ def _suffix_logits(vlm, cache, length: int, suffixes: list[torch.Tensor]) -> tor
     past.batch_repeat_interleave(len(suffixes))
     out = vlm.model(input_ids=ids, attention_mask=full_mask, position_ids=positions, past_key_values=past,
                     use_cache=True, logits_to_keep=1)
-    return out.logits[:, -1].float().cpu()
+    from kbvqa.models.finite import check_finite
+
+    return check_finite(out.logits[:, -1].float().cpu(), "shared-prefix logits", out.logits.dtype)
 
 
 def shared_prefix_logits(vlm, prompts, batch_size: int = 16, min_shared: int = MIN_SHARED) -> torch.Tensor:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from kbvqa.models.chat import make_chat, normalise_prompts, with_answer
+from kbvqa.models.finite import check_finite
 from kbvqa.models.generation import placeholder_ids
 from kbvqa.models.prefix import shared_prefix_logits, supports_prefix_reuse
 
@@ -85,7 +86,7 @@ def next_token_logits(vlm, prompts, batch_size: int = 16, share_prefix: bool = F
         for start in range(0, len(chats), batch_size):
             batch = vlm.forward_inputs(vlm.encode(chats[start:start + batch_size]))
             logits = vlm.model(**batch, logits_to_keep=1, use_cache=False).logits
-            out.append(logits[:, -1].float().cpu())
+            out.append(check_finite(logits[:, -1].float().cpu(), "next_token_logits", logits.dtype))
     vocab = vlm.core.get_output_embeddings().weight.shape[0]
     return torch.cat(out) if out else torch.zeros(0, vocab)
 
@@ -155,7 +156,7 @@ def completion_logprobs(vlm, prompts, completions: Sequence, grad: bool = False,
     width = comp.shape[1]
     with torch.set_grad_enabled(grad):
         logits = vlm.model(**inputs, logits_to_keep=width + 1, use_cache=False).logits
-        logits = logits[:, :width].float() / temperature
+        logits = check_finite(logits[:, :width].float(), "completion_logprobs", logits.dtype) / temperature
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
         logprobs = logprobs.masked_fill(~mask, 0.0)
     return CompletionLogprobs(logprobs=logprobs, mask=mask, completion_ids=comp,
