@@ -365,3 +365,35 @@ def test_models_of_a_billion_parameters_train_lora_not_all_weights():
     # its tower) and every hub checkpoint train LoRA adapters
     from kbvqa.rl.common import FULL_FINETUNE_LIMIT
     assert 1_450_000 < FULL_FINETUNE_LIMIT <= 135_000_000
+
+
+def test_the_lora_notice_is_ignored_unless_asked_for():
+    """Chapters 21-24 and 27 printed the LoRA notice in stderr on every training run and every load
+    of a committed model: LoRA above FULL_FINETUNE_LIMIT is the design, so its category is ignored by
+    default (a fresh interpreter: pytest's own warning capture would show it) and shown on request."""
+    import subprocess
+    import sys
+
+    script = """
+import warnings, torch
+from kbvqa.rl.common import LoRAInsteadOfFullWeights, prepare_trainable
+
+class Big:
+    def __init__(self):
+        self.model = torch.nn.Linear(8, 8)
+    def add_lora(self, **kwargs):
+        self.model.peft_config = {}
+
+prepare_trainable(Big(), None, freeze_vision=False, full_finetune_limit=50)
+print("quiet")
+warnings.warn("another UserWarning still shows")
+warnings.simplefilter("default", LoRAInsteadOfFullWeights)
+prepare_trainable(Big(), None, freeze_vision=False, full_finetune_limit=50)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "quiet"
+    shown = [line for line in run.stderr.splitlines() if "Warning:" in line or "Weights:" in line]
+    assert len(shown) == 2, run.stderr
+    assert "another UserWarning still shows" in shown[0]
+    assert "LoRAInsteadOfFullWeights: 0.0B parameters: training LoRA adapters" in shown[1]

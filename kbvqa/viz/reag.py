@@ -7,7 +7,8 @@
   1.6 in per query and titles no smaller than ``frames.legible_pt`` of the figure's width (at 1.9 in
   per query and 8 pt, six queries' titles were 7.5 px at the page column).
 - ``draw_sft_curves``, ``draw_grpo_curves``, ``draw_group_advantages``: the training curves of
-  chapters 22-23 and Eq. 8 per group.
+  chapters 22-23 and Eq. 8 per group; the SFT legend sits below the axes (inside, it covered the
+  committed run's $L_{SFT}$ curve).
 - ``draw_ladder``: chapter 24's rungs beside the paper's Tab. 4; its left legend sits below the bars
   (inside, it covered a bar and the diagnostic lines) and no text is under 8 pt (7 pt: 7.5 px).
 
@@ -120,7 +121,8 @@ def draw_sft_curves(result, alpha: float = 0.8, title: str = "Cold start (Eq. 5)
     ax.plot(result.steps, result.loss, label=f"$L_{{SFT}}$ = {alpha}·$L_A$ + {1 - alpha:.1f}·$L_T$",
             color="black", lw=2)
     ax.set(xlabel="optimiser step", ylabel="mean NLL per token", yscale="log", title=title)
-    ax.legend(frameon=False)
+    # below the axes: inside, "best" left it over the L_SFT curve of the committed run (chapter 22)
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     fig.tight_layout()
     plt.close(fig)
     return fig
