@@ -162,7 +162,7 @@ class HybridIndex:
     """Knowledge-base examples indexed for two-stage late-interaction search (module docstring)."""
 
     def __init__(self, items: EncodedItems, config: HybridConfig | None = None):
-        import faiss
+        from kbvqa.retrieval.faiss_index import inner_product_index
 
         self.config = config or HybridConfig()
         self.items = items
@@ -172,8 +172,7 @@ class HybridIndex:
             raise ValueError("knowledge-base ids must be unique")
         self.docs = PaddedTokens.from_list(items.tokens(self.config.mode), dim=items.text_pooled.shape[1])
         pooled = items.pooled(self.config.mode).float().contiguous().numpy()
-        self.faiss_index = faiss.IndexFlatIP(pooled.shape[1])   # inner product = cosine (normalised)
-        self.faiss_index.add(pooled)
+        self.faiss_index = inner_product_index(pooled)   # inner product = cosine (normalised); GPU if it can
 
     @classmethod
     def build(cls, encoders, kb_items: Sequence, config: HybridConfig | None = None) -> HybridIndex:

@@ -133,7 +133,7 @@ class DocumentIndex:
     """FAISS inner-product index over one pooled, normalised text vector per document."""
 
     def __init__(self, documents: Sequence, encoders, texts: Sequence[str] | None = None):
-        import faiss
+        from kbvqa.retrieval.faiss_index import inner_product_index
 
         self.documents = list(documents)
         if not self.documents:
@@ -142,8 +142,7 @@ class DocumentIndex:
         self.by_id = {d.id: d for d in self.documents}
         texts = list(texts) if texts is not None else [document_text(d) for d in self.documents]
         vectors = encoders.pooled(texts=texts).float().numpy().astype(np.float32)
-        self.index = faiss.IndexFlatIP(vectors.shape[1])
-        self.index.add(np.ascontiguousarray(vectors))
+        self.index = inner_product_index(vectors)
 
     def __len__(self) -> int:
         return len(self.ids)
