@@ -315,3 +315,24 @@ def test_fp16_runs_on_the_cpu_and_non_finite_logits_raise_naming_the_fix(vlm):
     assert check_finite(torch.tensor([[0.0, -float("inf")]]), "x") is not None     # a masked token is fine
     with pytest.raises(NonFiniteLogitsError, match="1 row"):
         check_finite(torch.tensor([[-float("inf"), -float("inf")]]), "x")
+
+
+def test_training_an_fp16_model_trains_fp32_weights(vlm):
+    """Issue 56: a T4 loads fp16; AdamW's updates vanish in fp16 weights, so the trainable ones are
+    float32: the adapters of a LoRA model (its base stays fp16), or a small model trained in full."""
+    import copy
+
+    from kbvqa.rl.common import prepare_trainable
+
+    lora = copy.copy(vlm)
+    lora.model = copy.deepcopy(vlm.model).to(torch.float16)
+    params = prepare_trainable(lora, lora={"r": 4, "alpha": 8})
+    assert params and all(p.dtype == torch.float32 for p in params)
+    assert any(p.dtype == torch.float16 for p in lora.model.parameters() if not p.requires_grad)
+    out = lora.completion_logprobs(prompts()[:1], ["red"], grad=True)
+    out.logprobs.sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in params if p.grad is not None)
+    full = copy.copy(vlm)
+    full.model = copy.deepcopy(vlm.model).to(torch.float16)
+    assert prepare_trainable(full, freeze_vision=False)
+    assert all(p.dtype == torch.float32 for p in full.model.parameters())

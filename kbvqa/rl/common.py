@@ -58,7 +58,9 @@ def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True,
     ``DEFAULT_LORA`` when ``lora`` is None but the model has ``full_finetune_limit`` parameters or
     more (the reader and the gpu profile's 2-3B roles; a ``LoRAInsteadOfFullWeights`` notice, ignored
     by default); freeze the vision encoder (merger excepted) when
-    ``freeze_vision``; return the trainable parameters."""
+    ``freeze_vision``; return the trainable parameters, always in float32: float16 adapters are
+    upcast, and a float16 model trained in full is converted to float32 (issue 56: a T4 loads fp16,
+    whose weights lose AdamW's small updates; the base of a LoRA model stays fp16)."""
     if lora is not None and not isinstance(lora, dict):
         raise ValueError(f"lora must be None or a dict of VLM.add_lora arguments, got {type(lora).__name__}")
     if lora is None and not hasattr(vlm.model, "peft_config"):
@@ -77,6 +79,14 @@ def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True,
     params = [p for p in vlm.model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("no trainable parameters left")
+    if any(p.dtype == torch.float16 for p in params):   # a T4 loads fp16 (issue 56): AdamW's small updates
+        if hasattr(vlm.model, "peft_config"):            # vanish in fp16 weights, so train fp32 ones
+            for p in params:
+                if p.dtype == torch.float16:
+                    p.data = p.data.float()              # adapters in fp32 (peft casts their inputs)
+        else:
+            vlm.model.float()                            # a full fine-tune of a small model: all in fp32
+        params = [p for p in vlm.model.parameters() if p.requires_grad]
     return params
 
 
