@@ -208,3 +208,34 @@ def test_cold_start_examples_are_well_formed_and_state_relevance():
             assert e.meta["negative_kind"] in ("hard", "soft")
     with pytest.raises(ValueError):
         cold_start_examples(world, 3, positive_rate=1.5)
+
+
+def test_micro_batches_and_gradient_checkpointing_give_the_batch_gradient():
+    """Issue 56: micro-batches normalised by the whole batch's token counts, and activations
+    recomputed in the backward pass, leave the gradient (and the loss) of the one-pass step."""
+    from kbvqa.rl.common import gradient_checkpointing, is_checkpointing
+    from kbvqa.rl.sft import sft_backward
+
+    completions = ["<think>the zorp is red</think><answer>red</answer>", "blue", "<think>the zorp",
+                   "<think>it lives in a marsh</think><answer>marsh</answer>"]
+    prompts = [(red(), "what colour ?")] * 4
+
+    def grads(micro, checkpointing):
+        vlm = tiny()
+        vlm.model.train()
+        with gradient_checkpointing(vlm, checkpointing) as on:
+            out = sft_backward(vlm, prompts, completions, 0.8, micro)
+        assert on == checkpointing and not is_checkpointing(vlm.core)
+        return out, {n: p.grad.clone() for n, p in vlm.model.named_parameters() if p.grad is not None}
+
+    (full, g_full), (micro, g_micro), (ckpt, g_ckpt) = grads(None, False), grads(1, False), grads(3, True)
+    for out in (micro, ckpt):
+        assert out.loss.item() == pytest.approx(full.loss.item(), rel=1e-5)
+        assert (out.answer_tokens, out.trace_tokens) == (full.answer_tokens, full.trace_tokens)
+    for g in (g_micro, g_ckpt):
+        assert g.keys() == g_full.keys()
+        assert all(torch.allclose(g[n], g_full[n], atol=1e-5, rtol=1e-4) for n in g)
+    with pytest.raises(ValueError, match="gradient_checkpointing"):
+        SFTConfig(gradient_checkpointing="always")
+    with pytest.raises(ValueError):
+        SFTConfig(micro_batch_size=0)

@@ -17,6 +17,7 @@ Leaves out: the losses (``sft.py``, ``grpo_loss.py``) and the loops (``sft.py``,
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import warnings
@@ -88,6 +89,49 @@ def prepare_trainable(vlm, lora: dict | None = None, freeze_vision: bool = True,
             vlm.model.float()                            # a full fine-tune of a small model: all in fp32
         params = [p for p in vlm.model.parameters() if p.requires_grad]
     return params
+
+
+CHECKPOINTING = (True, False, "auto")
+
+
+def check_checkpointing(value) -> None:
+    if value not in CHECKPOINTING or (value is not True and value is not False and value != "auto"):
+        raise ValueError(f"gradient_checkpointing must be one of {CHECKPOINTING}, got {value!r}")
+
+
+@contextlib.contextmanager
+def gradient_checkpointing(vlm, mode=True):
+    """Within the block, the model recomputes its layers' activations in the backward pass instead of
+    keeping them (non-reentrant, inputs requiring grads, as a LoRA model needs; issue 56: what lets a
+    2-3B model train on a 16 GB T4). ``mode``: True, False, or "auto" (on for a model on CUDA). The
+    model leaves the block as it entered it. The gradients are those of the plain backward."""
+    check_checkpointing(mode)
+    core = vlm.core
+    on = mode is True or (mode == "auto" and getattr(core, "device", torch.device("cpu")).type == "cuda")
+    if not on or not getattr(core, "supports_gradient_checkpointing", False):
+        yield False
+        return
+    was = is_checkpointing(core)
+    if hasattr(core, "activation_checkpointing_enable"):      # transformers >= 5.23's name
+        core.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        core.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if hasattr(core, "enable_input_require_grads"):
+        core.enable_input_require_grads()
+    try:
+        yield True
+    finally:
+        if not was:
+            (core.activation_checkpointing_disable if hasattr(core, "activation_checkpointing_disable")
+             else core.gradient_checkpointing_disable)()
+        if hasattr(core, "disable_input_require_grads"):
+            core.disable_input_require_grads()
+
+
+def is_checkpointing(core) -> bool:
+    """Whether a ``transformers`` model recomputes activations in backward (either attribute name)."""
+    return bool(getattr(core, "is_activation_checkpointing", None) if hasattr(core, "is_activation_checkpointing")
+                else getattr(core, "is_gradient_checkpointing", False))
 
 
 def lr_factor(step: int, warmup_steps: int, total_steps: int, schedule: str = "cosine") -> float:

@@ -39,7 +39,9 @@ from kbvqa.rl.common import (
     SCHEDULES,
     build_optimizer,
     check_checkpoint_every,
+    check_checkpointing,
     check_positive_int,
+    gradient_checkpointing,
     prepare_trainable,
     prompt_and_completion,
     restore_training_state,
@@ -93,8 +95,10 @@ class SFTLoss:
 
 
 def sft_loss(logprobs: torch.Tensor, mask: torch.Tensor, answer_mask: torch.Tensor,
-             alpha: float = 0.8) -> SFTLoss:
+             alpha: float = 0.8, counts: tuple[int, int] | None = None) -> SFTLoss:
     """Eq. 5 from per-token log-probs ``[B, T]``, the completion mask and the answer mask.
+    ``counts``: the (answer, trace) token counts of the whole batch when these rows are one micro-batch
+    of it, so that the micro-batches' losses add up to the batch's (default: these rows' own).
 
     Appendix: ReAG | Eq. 5 |
         tests/test_rl_sft.py::test_sft_loss_weighs_answer_by_alpha_and_trace_by_one_minus_alpha | reag-eq5"""
@@ -105,8 +109,10 @@ def sft_loss(logprobs: torch.Tensor, mask: torch.Tensor, answer_mask: torch.Tens
     answer = (mask & answer_mask.to(mask.device)).to(logprobs.dtype)
     trace = (mask & ~answer_mask.to(mask.device)).to(logprobs.dtype)
     n_answer, n_trace = answer.sum(), trace.sum()
-    loss_a = -(logprobs * answer).sum() / n_answer.clamp(min=1.0)
-    loss_t = -(logprobs * trace).sum() / n_trace.clamp(min=1.0)
+    den_a, den_t = (n_answer, n_trace) if counts is None else (
+        torch.tensor(float(counts[0]), device=logprobs.device), torch.tensor(float(counts[1]), device=logprobs.device))
+    loss_a = -(logprobs * answer).sum() / den_a.clamp(min=1.0)
+    loss_t = -(logprobs * trace).sum() / den_t.clamp(min=1.0)
     return SFTLoss(alpha * loss_a + (1 - alpha) * loss_t, loss_a.item(), loss_t.item(),
                    int(n_answer), int(n_trace))
 
@@ -129,10 +135,15 @@ class SFTConfig:
     log_every: int = 1               # steps between curve points
     progress: bool = True            # tqdm bar
     checkpoint_every: int = 0        # steps between calls of sft_train's on_checkpoint (0: never)
+    micro_batch_size: int | None = None  # rows per forward/backward, gradients accumulated (None: the batch)
+    gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
 
     def __post_init__(self):
         check_positive_int(steps=self.steps, batch_size=self.batch_size, log_every=self.log_every)
         check_checkpoint_every(self.checkpoint_every)
+        if self.micro_batch_size is not None:
+            check_positive_int(micro_batch_size=self.micro_batch_size)
+        check_checkpointing(self.gradient_checkpointing)
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
         if not self.lr > 0 or self.weight_decay < 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
@@ -157,6 +168,34 @@ def sft_batch_loss(vlm, prompts, completions: Sequence[str], alpha: float = 0.8)
     ids, answer_mask = answer_token_mask(vlm.tokenizer, list(completions), add_eos=True)
     scored = vlm.completion_logprobs(list(prompts), ids, grad=True, add_eos=True)
     return sft_loss(scored.logprobs, scored.mask, answer_mask.to(scored.mask.device), alpha)
+
+
+def sft_backward(vlm, prompts, completions: Sequence[str], alpha: float = 0.8,
+                 micro_batch_size: int | None = None) -> SFTLoss:
+    """``sft_batch_loss(...).loss.backward()`` in micro-batches of ``micro_batch_size`` rows (None: one
+    pass), each normalised by the whole batch's token counts, so the accumulated gradient is the
+    batch's (issue 56: the activations of a few rows at a time). Returns the batch's loss, detached."""
+    prompts, completions = list(prompts), list(completions)
+    if micro_batch_size is None or micro_batch_size >= len(prompts):
+        out = sft_batch_loss(vlm, prompts, completions, alpha)
+        out.loss.backward()
+        return SFTLoss(out.loss.detach(), out.answer_loss, out.trace_loss, out.answer_tokens, out.trace_tokens)
+    ids, answer_mask = answer_token_mask(vlm.tokenizer, completions, add_eos=True)
+    n_answer = int(answer_mask.sum())
+    counts = (n_answer, sum(len(i) + 1 for i in ids) - n_answer)        # + 1: the appended EOS
+    total, answer_loss, trace_loss = 0.0, 0.0, 0.0
+    for start in range(0, len(prompts), micro_batch_size):
+        part = slice(start, start + micro_batch_size)
+        scored = vlm.completion_logprobs(prompts[part], ids[part], grad=True, add_eos=True)
+        width = scored.mask.shape[1]
+        rows = answer_mask[part][:, :width]
+        if rows.shape[1] < width:
+            rows = torch.nn.functional.pad(rows, (0, width - rows.shape[1]), value=False)
+        out = sft_loss(scored.logprobs, scored.mask, rows.to(scored.mask.device), alpha, counts)
+        out.loss.backward()
+        total, answer_loss, trace_loss = total + out.loss.item(), answer_loss + out.answer_loss, \
+            trace_loss + out.trace_loss
+    return SFTLoss(torch.tensor(total), answer_loss, trace_loss, counts[0], counts[1])
 
 
 def _batches(n: int, batch_size: int, steps: int, seed: int):
@@ -202,9 +241,10 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: 
             if step < start:                       # resumed: the same seeded batches, skipped
                 continue
             lr = optimizer.param_groups[0]["lr"]
-            out = sft_batch_loss(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha)
             optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
+            with gradient_checkpointing(vlm, config.gradient_checkpointing):
+                out = sft_backward(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha,
+                                   config.micro_batch_size)
             if config.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
