@@ -104,7 +104,9 @@ def gradient_checkpointing(vlm, mode=True):
     """Within the block, the model recomputes its layers' activations in the backward pass instead of
     keeping them (non-reentrant, inputs requiring grads, as a LoRA model needs; issue 56: what lets a
     2-3B model train on a 16 GB T4). ``mode``: True, False, or "auto" (on for a model on CUDA). The
-    model leaves the block as it entered it. The gradients are those of the plain backward."""
+    model leaves the block as it entered it. The gradients are those of the plain backward.
+    ``transformers`` recomputes only in train mode: ``sft_train`` trains in train mode, while
+    ``grpo_step`` updates in eval mode (dropout off) and relies on ``GRPOConfig.micro_batch_size``."""
     check_checkpointing(mode)
     core = vlm.core
     on = mode is True or (mode == "auto" and getattr(core, "device", torch.device("cpu")).type == "cuda")
