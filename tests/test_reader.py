@@ -569,6 +569,21 @@ def test_card_on_a_tiny_reader_has_every_row(tiny_base, world):
         evaluate_card(vlm, world, n=0)
 
 
+def test_card_table_rounds_the_earlier_card_and_leaves_its_gaps_blank():
+    """Chapter 01's table: the 1.45M model's column showed None, NaN and unrounded values."""
+    from kbvqa.reader.card import BEFORE_COLUMN, CARD_TARGETS, NAMING_ROWS, card_table
+
+    evaluation = {"n_queries": 10, "sizes": {}, **{k: 0.5 for k in CARD_TARGETS},
+                  **{k: 0.25 for k in NAMING_ROWS}}
+    before = {"kbvqa_gold_passage_acc": 0.43, "critic_roc_auc_hard": 0.436125,
+              "ladder_valid_rate": None, "box_iou": float("nan")}
+    column = card_table(evaluation, before=before)[BEFORE_COLUMN]
+    assert column["kbvqa_gold_passage_acc"] == 0.43 and column["critic_roc_auc_hard"] == 0.436
+    assert column["ladder_valid_rate"] == column["box_iou"] == column["pairwise_acc"] == ""
+    assert (column[list(NAMING_ROWS)] == "").all()          # rows the earlier card never had
+    assert BEFORE_COLUMN not in card_table(evaluation).columns
+
+
 def test_reader_pictures(world):
     from kbvqa.viz.reader import draw_image_tokens, draw_reader_curves
 

@@ -308,6 +308,9 @@ def test_figures_and_contrast_pairs():
     qs = [mc("a", image=Image.new("RGB", (56, 56), "blue")), mc("b"), mc("c")]
     records = build_reasoning_kb(vlm, qs, config(), progress=False)
     assert contrast_pairs(records, 2) == [1, 2]          # gaps 0, 1.0, 0.4
+    assert contrast_pairs(records, 3) == [1, 2]          # a pair of equal scores has no best and worst
+    with pytest.raises(ValueError, match="no pair to show"):
+        draw_context_comparison(qs[:1], records[:1])
     fig = draw_candidate_scores(records)
     assert len(fig.axes) == 2
     assert len(draw_context_comparison(qs, records, indices=[0, 1]).axes) == 8

@@ -159,8 +159,10 @@ def show_query(q: Query, width: int = 100) -> str:
 
 
 def query_table(queries: list[Query], width: int = 48):
-    """A pandas DataFrame with one short row per query."""
+    """A pandas DataFrame with one short row per query: ``answer`` is ``answers[0]`` as stored (the
+    letter, for multiple choice) and ``option text`` the text of that option ("" for other types)."""
     import pandas as pd
     return pd.DataFrame([{"id": _cut(q.id, 24), "type": q.answer_type, "question": _cut(q.question, width),
-                          "options": len(q.options or []), "answer": _cut(q.answer_text, 24),
+                          "options": len(q.options or []), "answer": _cut(q.answer, 24),
+                          "option text": _cut(q.answer_text, 24) if q.answer_type == "choice" and q.options else "",
                           "n answers": len(q.answers), "image": q.image is not None} for q in queries])

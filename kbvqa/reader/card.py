@@ -264,9 +264,18 @@ def card_sets_kbvqa(world, n: int, image_size: int, style: str = KBVQA_STYLE) ->
             for t in KBVQA_ROWS}
 
 
+BEFORE_COLUMN = "1.45M model (from scratch)"
+
+
+def _before_value(value) -> float | str:
+    """A row of the earlier card as ``card_table`` shows it: rounded to 3 decimals, "" if absent."""
+    return "" if value is None or pd.isna(value) else round(float(value), 3)
+
+
 def card_table(evaluation: dict, before: dict | None = None):
     """The card as a table: value (a Wilson 95 % interval for the accuracies), target, met; with
-    ``before`` (the 1.45M from-scratch model's card) beside it."""
+    ``before`` (the 1.45M from-scratch model's card) beside it, rounded as the reader's column and
+    blank on a row that card did not measure."""
 
     n = evaluation["n_queries"]
     rows = {}
@@ -280,13 +289,15 @@ def card_table(evaluation: dict, before: dict | None = None):
         rows[key] = {"reader": None if value is None else round(value, 3), "95 % interval": interval,
                      "target": f"{op} {target}", "met": None if value is None else _meets(value, op, target)}
         if before is not None:
-            rows[key]["1.45M model (from scratch)"] = before.get(key)
+            rows[key][BEFORE_COLUMN] = _before_value(before.get(key))
     for key in DIRECT_ROWS + NAMING_ROWS:     # reported beside the card's rows, without targets of their own
         if evaluation.get(key) is not None:
             size = evaluation["sizes"].get("naming" if key in NAMING_ROWS else key.removesuffix("_acc"), n)
             low, high = wilson_interval(round(evaluation[key] * size), size)
             rows[key] = {"reader": round(evaluation[key], 3), "95 % interval": f"[{low:.2f}, {high:.2f}]",
                          "target": "(reported)", "met": None}
+            if before is not None:
+                rows[key][BEFORE_COLUMN] = _before_value(before.get(key))
     return pd.DataFrame(rows).T
 
 

@@ -4,7 +4,8 @@
   and the chosen one (coloured); right, the distribution of all candidates' scores next to the
   chosen ones' -- the max over N_c candidates is what selection buys (and what makes the chosen
   score an optimistic estimate of how good the context is).
-- ``contrast_pairs(records, n)``: the pairs whose best and worst candidates differ most.
+- ``contrast_pairs(records, n)``: the pairs whose best and worst candidates differ most (pairs
+  whose candidates all scored the same are left out).
 - ``draw_context_comparison(examples, records)``: per pair its image, question and gold answer,
   the best candidate (green) and the worst (red), with their scores and verdicts.
 
@@ -64,14 +65,15 @@ def draw_candidate_scores(records, title: str = "Self-consistency scores of the 
 
 
 def contrast_pairs(records, n: int = 3) -> list[int]:
-    """Indices of the ``n`` records with the largest gap between best and worst candidate score
-    (ties: earlier first); pairs with fewer than two checked candidates are skipped."""
+    """Indices of at most ``n`` records with the largest gap between best and worst candidate score
+    (ties: earlier first); pairs with fewer than two checked candidates, or whose candidates all
+    scored the same (no best and worst to show), are skipped."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     gaps = []
     for i, r in enumerate(records):
         scores = [s for _, s in _scored(r)]
-        if len(scores) >= 2:
+        if len(scores) >= 2 and max(scores) > min(scores):
             gaps.append((-(max(scores) - min(scores)), i))
     return [i for _, i in sorted(gaps)[:n]]
 
@@ -99,7 +101,7 @@ def draw_context_comparison(examples, records, indices: list[int] | None = None,
 
     indices = contrast_pairs(records, 3) if indices is None else list(indices)
     if not indices:
-        raise ValueError("no pair to show (need records with at least two checked candidates)")
+        raise ValueError("no pair to show (need a record whose checked candidates scored differently)")
     fig, axes = plt.subplots(len(indices), 4, figsize=(11, 2.6 * len(indices)), squeeze=False,
                              gridspec_kw={"width_ratios": [0.5, 1.3, 1.6, 1.6]})
     fontsize = max(8.0, legible_pt(11 + 0.3))         # + 0.3 in: the tight crop's padding
