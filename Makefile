@@ -20,7 +20,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: wheel reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments rcts-experiments tiny-model gpu-smoke clean help
+.PHONY: dist wheel colab-resolve reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments rcts-experiments tiny-model gpu-smoke clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
@@ -30,7 +30,8 @@ help:
 	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
 	@echo "make reader - train the cpu profile's reader (SmolLM2-135M + our vision tower; resumable, hours on 2 cores)"
-	@echo "make wheel  - build dist/kbvqa-*.whl (the package with its data) to install where GitHub cannot be reached"
+	@echo "make dist   - build and check dist/kbvqa_book-*.tar.gz and .whl (the package with its data; make wheel: the same)"
+	@echo "make colab-resolve - manual, needs the package index: pip's full resolve of the wheel's [gpu] with Colab's versions held"
 	@echo "make tiny-model - retrain the shipped tiny checkpoint from scratch (two stages, hours on 1 core)"
 	@echo "make gpu-smoke - on a CUDA machine, offline: every chapter in the gpu profile on tiny random models, from the wheel"
 
@@ -178,9 +179,29 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 gpu-smoke:
 	$(GPU_PY) -m tools.gpu_smoke $(GPU_SMOKE_ARGS)
 
-wheel: $(STAMP)
-	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
-	@ls -l dist/kbvqa-*.whl
+# The sdist and, built from it, the wheel (the package with its data), from the files git tracks, with
+# their metadata checked as the package index checks an upload (tools/dist.py; README, "Publishing").
+# Offline; it uploads nothing.
+dist: $(STAMP)
+	$(PY) -m tools.dist --out dist
+
+wheel: dist
+
+# Manual (needs the package index; not part of make test): pip's full resolve of the built wheel's
+# [gpu] extra for Colab's Python 3.13 on Linux, with Colab's versions (requirements/colab-2026-12.txt,
+# the lines not marked "replaced") held as constraints. tests/test_colab_requirements.py checks the
+# same offline, requirement by requirement; this adds every transitive requirement and the wheels' tags.
+# torch is left free: Colab's is its own CUDA build (2.11.0+cu128, admitted by torch>=2.6), and the
+# index's 2.11.0 wheel pins CUDA libraries of its own. Run on 2026-12-07: it resolved, with numpy
+# 2.1.3, pandas 2.2.3, pillow 11.3.0 and ipywidgets 7.7.1 kept (about 3 minutes, downloads included).
+COLAB_REQS := requirements/colab-2026-12.txt
+COLAB_PLATFORMS := $(foreach v,35 34 31 28 27 24 17,--platform manylinux_2_$(v)_x86_64) --platform linux_x86_64
+colab-resolve: dist
+	@mkdir -p _build
+	grep -v -e "replaced:" -e "^python==" -e "^torch==" $(COLAB_REQS) | sed -e 's/#.*//' -e '/^ *$$/d' \
+	    > _build/colab-constraints.txt
+	$(PY) -m pip install --dry-run --ignore-installed --python-version 3.13 $(COLAB_PLATFORMS) \
+	    --only-binary=:all: -c _build/colab-constraints.txt "$$(ls dist/kbvqa_book-*.whl | tail -n 1)[gpu]"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kbvqa tests benchmarks tools

@@ -50,7 +50,7 @@ def test_wheel_carries_the_data_and_a_chapter_runs_from_it(tmp_path):
             target.symlink_to(source.readlink()) if source.is_symlink() else target.write_bytes(source.read_bytes())
     assert (tree / "kbvqa" / "_data").is_symlink()
     _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", tree)
-    wheel = next((tmp_path / "dist").glob("kbvqa-*.whl"))
+    wheel = next((tmp_path / "dist").glob("*.whl"))    # kbvqa_book-<version>-py3-none-any.whl
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n.removeprefix("kbvqa/_data/") for n in names if n.startswith("kbvqa/_data/")}
     data_files = {n.removeprefix("data/") for n in tracked.stdout.split("\0")

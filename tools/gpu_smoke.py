@@ -95,7 +95,7 @@ def build_wheel(dist: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, tree / name)
     _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", dist, tree)
-    return next(Path(dist).glob("kbvqa-*.whl"))
+    return next(Path(dist).glob("*.whl"))      # the only one: dist was emptied above
 
 
 def wheel_environment(folder: Path, wheel: Path) -> tuple[Path, Path]:
