@@ -8,8 +8,9 @@ One pure function, ``draw_exploration_term(ax, c, n_parent, ...)``, draws the ex
   content column, behind the book's kernel-free slider (``frames.frames_html``): it works in the
   HTML book with no kernel and no network (matplotlib's ``to_jshtml`` player would fetch its
   button icons from a CDN);
-- ``exploration_widget``: a live ``ipywidgets.interact`` (c, N_parent, variant) for Jupyter/Colab
-  drawing the same ``exploration_frame``; returns ``None`` with a message when ipywidgets is missing.
+- ``exploration_widget``: a live ``ipywidgets.interactive`` (c, N_parent, variant) for Jupyter/Colab
+  drawing the same ``exploration_frame``; the kernel-free slider, with a note, when ipywidgets is
+  missing or cannot draw it (``kbvqa.viz.live``).
 
 Legibility: legends are at least 7 pt and ``frames.legible_pt`` of the figure's width, so every
 text is at least ``frames.MIN_TEXT_PX`` high at the book's page width.
@@ -141,14 +142,17 @@ def exploration_widget(n_parent: int = 50):
     """A live ipywidgets slider panel (c, N_parent, variant) over ``draw_exploration_term``.
 
     Needs a running kernel (Jupyter/Colab). Returns the ``interactive`` widget (a notebook shows
-    it as the cell's value), or ``None`` (after a printed note) when ipywidgets is not installed.
+    it as the cell's value), or, after a printed note, the static figure (the kernel-free slider
+    over ``c``, ``exploration_slider_html``) when ipywidgets is missing or cannot draw it
+    (``kbvqa.viz.live``: ipywidgets 7.7 and 8 can).
     """
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        print("ipywidgets is not installed: `pip install ipywidgets` for the live slider")
-        return None
-    from IPython.display import display
+    from IPython.display import HTML, display
+
+    from kbvqa.viz.live import live_widgets
+
+    widgets = live_widgets()
+    if widgets is None:
+        return HTML(exploration_slider_html(n_parent=n_parent))
 
     def show(c=0.5, n_parent=n_parent, variant="all"):
         display(exploration_frame(c, n_parent, UCT_VARIANTS if variant == "all" else (variant,)))

@@ -155,11 +155,11 @@ def tournament_html(transcript, dpi: float | None = None, title: str = "", **dra
 def tournament_widget(transcript, dpi: float | None = None, **draw_kwargs):
     """An ipywidgets slider over the rounds, drawing live into an ``Image`` widget (as wide as the
     content column at least: the book embeds the first image); the HTML slider when ipywidgets is
-    not installed."""
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        print("ipywidgets is not installed: showing the kernel-free slider instead")
+    missing or cannot draw it (``kbvqa.viz.live``: ipywidgets 7.7 and 8 can)."""
+    from kbvqa.viz.live import live_widgets
+
+    widgets = live_widgets()
+    if widgets is None:
         return tournament_html(transcript, dpi=dpi, **draw_kwargs)
 
     t = _as_transcript(transcript)

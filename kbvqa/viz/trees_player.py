@@ -66,11 +66,12 @@ def rcts_tree_widget(tree_records, dpi: float | None = None, **draw_kwargs):
     """A live ``ipywidgets`` slider over the rollouts (Jupyter/Colab): moving it redraws the tree into
     an ``Image`` widget (as wide as the content column at least, like the HTML frames; the book
     embeds the first image in the page). Without ipywidgets, the kernel-free HTML slider of
-    ``rcts_tree_html``."""
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        print("ipywidgets is not installed: showing the pre-rendered slider instead")
+    ``rcts_tree_html``, also when it cannot draw the widget (``kbvqa.viz.live``: ipywidgets 7.7 and
+    8 can)."""
+    from kbvqa.viz.live import live_widgets
+
+    widgets = live_widgets()
+    if widgets is None:
         return rcts_tree_html(tree_records, dpi=dpi, **draw_kwargs)
 
     view = tree_records if isinstance(tree_records, TreeView) else tree_view(tree_records)
