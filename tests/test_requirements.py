@@ -1,5 +1,5 @@
 """pyproject.toml's floors hold what the pinned stack itself requires (a Colab student installs
-``kbvqa[gpu]`` on the Python and torch the runtime has: a floor that is too low lets pip pick a
+``kbvqa-book[gpu]`` on the Python and torch the runtime has: a floor that is too low lets pip pick a
 combination that fails at import time)."""
 from __future__ import annotations
 

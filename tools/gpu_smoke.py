@@ -6,7 +6,7 @@
    (``tools/gpu_smoke_models.py``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Idefics3/SmolVLM, CLIP,
    GroundingDINO) and small generated fixtures with the hub datasets' schemas and split names
    (``tools/gpu_smoke_data.py``), under ``data/cache/gpu_smoke/`` (``--work``);
-2. builds the wheel (what ``make wheel`` runs) and installs it ``--no-deps`` into a virtual
+2. builds the wheel (as ``make dist`` does) and installs it ``--no-deps`` into a virtual
    environment that sees the installed stack, so the chapters import the package as a student gets it;
 3. executes every notebook of ``_toc.yml`` in its own kernel of that environment with
    ``KBVQA_PROFILE=gpu``, every role, the encoder and the grounder pointed at the tiny folders
@@ -83,9 +83,10 @@ def _run(*args, **kwargs) -> str:
 
 
 def build_wheel(dist: Path) -> Path:
-    """``make wheel``'s command (without its cpu-venv prerequisite): the package and its data, built
-    from a copy of the package, ``data/`` (no cache) and ``pyproject.toml`` next to ``dist``, so that
-    a stale ``build/`` folder of the checkout cannot slip old modules into the wheel."""
+    """The wheel ``make dist`` builds (there through the sdist, here directly with ``pip wheel``, and
+    without the cpu venv): the package and its data, built from a copy of the package, ``data/`` (no
+    cache) and ``pyproject.toml`` next to ``dist``, so that a stale ``build/`` folder of the checkout
+    cannot slip old modules into the wheel."""
     tree = Path(dist).parent / "tree"
     for folder in (dist, tree):
         shutil.rmtree(folder, ignore_errors=True)

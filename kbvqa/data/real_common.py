@@ -69,7 +69,7 @@ def missing(info: SourceInfo, detail: str = "") -> DatasetNotAvailable:
     lines = [(f"{info.name}: no local copy found{(' (' + detail + ')') if detail else ''} and "
              "network access is off (pass offline=False, or root=<folder>).")]
     if info.hub_id:
-        lines.append(f"  Hugging Face hub: {info.hub_id}  (pip install 'kbvqa[gpu]' for `datasets`)")
+        lines.append(f"  Hugging Face hub: {info.hub_id}  (pip install 'kbvqa-book[gpu]' for `datasets`)")
     for url in info.urls:
         lines.append(f"  official source: {url}")
     lines.append("  expected layout under root:")

@@ -43,7 +43,7 @@ import torch
 from kbvqa.models.processors import family_of, load_processor
 
 BACKENDS = {  # quant_method -> (modules that must import, what to install)
-    "bitsandbytes": (("bitsandbytes",), "pip install 'bitsandbytes>=0.45'  (or: pip install 'kbvqa[gpu]')"),
+    "bitsandbytes": (("bitsandbytes",), "pip install 'bitsandbytes>=0.45'  (or: pip install 'kbvqa-book[gpu]')"),
     "awq": (("gptqmodel",), "pip install gptqmodel  (transformers 5.23 loads AWQ checkpoints through it)"),
     "gptq": (("optimum", "gptqmodel"), "pip install optimum gptqmodel"),
 }
