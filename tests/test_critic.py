@@ -295,6 +295,40 @@ def test_fine_tune_smoke_loss_falls_and_source_is_untouched(world):
     assert 0 < lora.num_parameters(trainable_only=True) < lora.num_parameters() / 2
 
 
+def test_critic_micro_batches_and_checkpointing_give_the_batch_gradient(world):
+    """Issue 56: the critic's backward in micro-batches (each part weighted by its share of the
+    batch), and with gradient checkpointing, gives the one-pass loss and gradient; "auto" (the
+    default) is one pass without checkpointing on the CPU, as the committed runs trained."""
+    from kbvqa.models import build_tiny_vlm
+    from kbvqa.reag.critic_train import critic_backward
+    from kbvqa.rl.common import gradient_checkpointing, resolve_micro_batch
+
+    torch.set_num_threads(1)
+    batch = critic_training_examples(world, 5)
+    prompts, labels = [e.prompt for e in batch], [e.completion for e in batch]
+    texts = [chat_text(p) for p in prompts] + ["Yes No"]
+
+    def grads(micro, checkpointing):
+        vlm = build_tiny_vlm("qwen2_vl", texts=texts, seed=0, hidden_size=32, num_layers=2, num_heads=2,
+                             num_kv_heads=1, intermediate_size=64, vision_width=32, vision_depth=1)
+        vlm.model.train()
+        with gradient_checkpointing(vlm, checkpointing):
+            loss = critic_backward(vlm, prompts, labels, micro)
+        return loss, {n: p.grad.clone() for n, p in vlm.model.named_parameters() if p.grad is not None}
+
+    (full, g_full), (micro, g_micro), (ckpt, g_ckpt) = grads(None, False), grads(2, False), grads(None, True)
+    assert micro == pytest.approx(full, rel=1e-5) and ckpt == pytest.approx(full, rel=1e-5)
+    for g in (g_micro, g_ckpt):
+        assert g.keys() == g_full.keys()
+        assert all(torch.allclose(g[n], g_full[n], atol=1e-6, rtol=1e-4) for n in g)
+    config = CriticTrainConfig()
+    assert (config.micro_batch_size, config.gradient_checkpointing) == ("auto", "auto")
+    assert resolve_micro_batch(config.micro_batch_size, object(), "critic") is None      # no CUDA model
+    for bad in (dict(micro_batch_size=0), dict(gradient_checkpointing="always")):
+        with pytest.raises(ValueError):
+            CriticTrainConfig(**bad)
+
+
 def test_figures():
     curve = {"step": [0, 1, 2], "loss": [3.0, 1.0, 0.7], "smoothed": [3.0, 2.0, 1.6]}
     rows = [{"threshold": t, "recall": 1 - t, "specificity": t, "passages_after": 10 * (1 - t),

@@ -302,3 +302,27 @@ def test_checkpoint_override_points_roles_at_local_folders(monkeypatch, tmp_path
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="JSON object"):
         checkpoint_overrides(str(tmp_path / "list.json"))
+
+
+def test_smolvlm_processor_loads_with_one_tile(tmp_path, no_network):
+    """A hub-style SmolVLM processor (image splitting on: 17 tiles for a 112-px picture) loads with
+    splitting off, one 512-px tile (issue 56); a tiny model's processor is unchanged."""
+    from kbvqa.models.processors import load_processor
+
+    built = build_tiny_vlm("idefics3", texts=["what colour ? red"], **SIZES)
+    built.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "processor_config.json").read_text())
+    assert config["image_processor"]["do_image_splitting"] is False          # the tiny models never split
+    config["image_processor"].update(do_image_splitting=True, size={"longest_edge": 2048},
+                                     max_image_size={"longest_edge": 512})   # SmolVLM-256M's hub values
+    (tmp_path / "processor_config.json").write_text(json.dumps(config))
+    from transformers import AutoProcessor
+
+    hub_like = AutoProcessor.from_pretrained(tmp_path)
+    image = Image.new("RGB", (112, 112), (30, 60, 200))
+    split = hub_like.image_processor(images=[[image]])["pixel_values"]
+    processor = load_processor(tmp_path)
+    assert processor.image_processor.do_image_splitting is False
+    one = processor.image_processor(images=[[image]])["pixel_values"]
+    assert split.shape[1] == 17 and one.shape[1] == 1, (split.shape, one.shape)
+    assert one.shape[-1] == 512

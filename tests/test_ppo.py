@@ -190,3 +190,23 @@ def test_named_adapters_share_one_base_and_match_deep_copies():
         prepare_ppo_policy(vlm, cfg, adapter="proposer")
     with pytest.raises(ValueError, match="no adapter called"):
         vlm.adapter("critic")
+
+
+def test_gradient_checkpointing_leaves_the_ppo_step_unchanged():
+    """Issue 56: PPOConfig.gradient_checkpointing (default "auto": on CUDA only) recomputes the
+    layers in the backward; the step (LoRA dropout included, its RNG replayed) is the plain one."""
+    batch = [Trajectory(PROMPT, GOOD, 5.0), Trajectory(PROMPT, BAD, 2.5)]
+    runs = []
+    for on in (False, True):
+        cfg = PPOConfig(learning_rate=3e-3, batch_size=2, mini_batch_size=2, ppo_epochs=2, seed=0,
+                        gradient_checkpointing=on)
+        vlm, opt = _policy()
+        stats = ppo_step(vlm, opt, batch, cfg)
+        runs.append((stats.losses, {n: p.detach().clone() for n, p in vlm.model.named_parameters()
+                                    if p.requires_grad}))
+    (loss_plain, plain), (loss_ckpt, ckpt) = runs
+    assert loss_ckpt == pytest.approx(loss_plain, rel=1e-5)
+    assert all(torch.allclose(plain[n], ckpt[n], atol=1e-6) for n in plain)
+    assert PPOConfig().gradient_checkpointing == "auto"
+    with pytest.raises(ValueError, match="gradient_checkpointing"):
+        PPOConfig(gradient_checkpointing="always")

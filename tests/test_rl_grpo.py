@@ -397,3 +397,55 @@ prepare_trainable(Big(), None, freeze_vision=False, full_finetune_limit=50)
     assert len(shown) == 2, run.stderr
     assert "another UserWarning still shows" in shown[0]
     assert "LoRAInsteadOfFullWeights: 0.0B parameters: training LoRA adapters" in shown[1]
+
+
+def test_checkpointing_recomputes_in_eval_mode_and_keeps_the_gradient():
+    """Issue 56: grpo_step updates in eval mode (dropout off); gradient checkpointing still recomputes
+    each decoder layer in the backward (its MLP runs twice), dropout stays off, the gradient is the
+    plain one, and the model leaves in eval mode."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    from kbvqa.rl.common import gradient_checkpointing
+
+    grads, calls = [], []
+    for on in (False, True):
+        vlm = tiny()
+        vlm.model.eval()
+        layer = next(m for m in vlm.core.modules() if isinstance(m, GradientCheckpointingLayer)
+                     and "Decoder" in type(m).__name__)
+        count, mlp_forward = [], layer.mlp.forward
+
+        def counted(*args, mlp_forward=mlp_forward, count=count, **kwargs):   # hooks do not see a recompute
+            count.append(1)
+            return mlp_forward(*args, **kwargs)
+
+        layer.mlp.forward = counted
+        config = GRPOConfig(group_size=2, max_grad_norm=0.0, gradient_checkpointing=on)
+        params = [p for p in vlm.model.parameters() if p.requires_grad]
+        with gradient_checkpointing(vlm, config.gradient_checkpointing) as active:
+            assert active == on
+            assert not any(m.training for m in vlm.core.modules() if not isinstance(m, GradientCheckpointingLayer))
+            policy_update(vlm, torch.optim.SGD(params, lr=0.0), hand_rollouts(vlm, config), config, params)
+        assert not any(m.training for m in vlm.model.modules())
+        grads.append(torch.cat([p.grad.reshape(-1) for p in params]))
+        calls.append(len(count))
+    assert calls[1] == 2 * calls[0] > 0, calls
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_auto_micro_batches_only_on_cuda(monkeypatch):
+    """micro_batch_size="auto" (the default): the whole batch on the CPU (the committed runs), the
+    trainer's AUTO_MICRO_BATCH size on a CUDA model; normalise="group" keeps whole groups."""
+    import kbvqa.rl.common as common
+
+    vlm = tiny()
+    assert GRPOConfig().micro_batch_size == "auto"
+    assert common.resolve_micro_batch("auto", vlm, "grpo") is None
+    assert common.resolve_micro_batch(3, vlm, "grpo") == 3
+    monkeypatch.setattr(common, "on_cuda", lambda _: True)
+    assert common.resolve_micro_batch("auto", vlm, "grpo") == common.AUTO_MICRO_BATCH["grpo"]
+    assert common.resolve_micro_batch(None, vlm, "sft") is None
+    GRPOConfig(normalise="group")                     # "auto" resolves to whole groups
+    for bad in ("always", 0, 1.5):
+        with pytest.raises(ValueError):
+            GRPOConfig(micro_batch_size=bad)

@@ -127,10 +127,27 @@ def family_of(config) -> str:
     return model_type
 
 
+def one_tile(processor):
+    """Turn off an Idefics3 (SmolVLM) processor's image splitting, in place, and return it.
+
+    SmolVLM's hub processors split a picture into tiles of ``max_image_size`` (512 px) after scaling
+    its longest edge up to ``size`` (2,048 px): a 112-px picture becomes 16 tiles plus the whole
+    image, 17 x 64 = 1,088 image tokens (issue 56). Without splitting the picture is resized to one
+    512-px tile, 64 tokens, which holds every picture a SmolVLM role reads (chapters 01, 22, 23:
+    the toy world's pictures, ``READER_IMAGE_SIZE`` = 112 px a side) above its own resolution, so
+    nothing the picture shows is lost. The tiny models' processors are built without splitting already
+    (``build_image_processor``), so this changes nothing in the cpu profile."""
+    image_processor = getattr(processor, "image_processor", None)
+    if image_processor is not None and getattr(image_processor, "do_image_splitting", False):
+        image_processor.do_image_splitting = False
+    return processor
+
+
 def load_processor(path_or_id: str | Path, family: str | None = None, **kwargs):
     """Load the processor saved with a checkpoint (local directory or hub id), left-padding.
 
-    A local directory is read with ``local_files_only=True``: no network is touched.
+    A local directory is read with ``local_files_only=True``: no network is touched. An Idefics3
+    (SmolVLM) processor comes back with image splitting off (``one_tile``).
     """
     path = str(path_or_id)
     if Path(path).is_dir():
@@ -138,6 +155,8 @@ def load_processor(path_or_id: str | Path, family: str | None = None, **kwargs):
     if family is None:
         family = family_of(AutoConfig.from_pretrained(path, **kwargs))
     processor = PROCESSOR_CLASSES[canonical_family(family)].from_pretrained(path, **kwargs)
+    if canonical_family(family) == "idefics3":
+        one_tile(processor)
     processor.tokenizer.padding_side = "left"
     if processor.tokenizer.pad_token_id is None:  # some hub tokenizers ship without one
         processor.tokenizer.pad_token = processor.tokenizer.eos_token

@@ -22,6 +22,9 @@ unhelpful") and 70 % *hard* ("high similarity to the relevant ones"). On the toy
   objective) = the cross-entropy, over the whole vocabulary, of the one token "Yes"/"No" right
   after the generation prompt, the token ``p_yes`` reads. It equals ``training_batch``'s loss for
   one-token answers but runs the output layer on one position per prompt (about 2x faster here).
+  ``critic_backward`` runs its backward in micro-batches (``CriticTrainConfig.micro_batch_size``;
+  "auto": a few prompts at a time on CUDA, the whole batch on the CPU) and ``train_critic``
+  recomputes activations in the backward on CUDA (``gradient_checkpointing``): a 3B critic on a T4.
 
 Leaves out: scoring and filtering (``critic.py``), evaluation (``kbvqa.reag.critic_eval``).
 """
@@ -41,12 +44,17 @@ from kbvqa.prompts.formats import Example, critic_example, critic_negative
 from kbvqa.rl.common import (
     build_optimizer,
     check_checkpoint_every,
+    check_checkpointing,
+    check_micro_batch,
+    gradient_checkpointing,
     prepare_trainable,
+    resolve_micro_batch,
     restore_training_state,
     training_state,
 )
 
-__all__ = ["NAMING_QUESTION", "CriticTrainConfig", "critic_loss", "critic_training_examples", "naming_critic_example",
+__all__ = ["NAMING_QUESTION", "CriticTrainConfig", "critic_backward",
+           "critic_loss", "critic_training_examples", "naming_critic_example",
            "train_critic"]
 
 
@@ -68,6 +76,9 @@ class CriticTrainConfig:
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
     checkpoint_every: int = 0        # steps between calls of train_critic's on_checkpoint (0: never)
+    micro_batch_size: int | None | str = "auto"  # rows per forward/backward, gradients accumulated (None: the
+                                     # batch; "auto": AUTO_MICRO_BATCH["critic"] on CUDA, the batch on the CPU)
+    gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
 
     def __post_init__(self):
         resolve_profile_fields(self, role="critic")
@@ -85,6 +96,8 @@ class CriticTrainConfig:
         if self.lora is not None and not isinstance(self.lora, dict):
             raise ValueError(f"lora must be None or a dict of add_lora arguments, got {self.lora!r}")
         check_checkpoint_every(self.checkpoint_every)
+        check_micro_batch(self.micro_batch_size)
+        check_checkpointing(self.gradient_checkpointing)
 
 
 def _task_config(config: CriticTrainConfig):
@@ -163,6 +176,23 @@ def critic_loss(vlm, prompts, labels):
     return F.cross_entropy(logits, targets)
 
 
+def critic_backward(vlm, prompts, labels, micro_batch_size: int | None = None) -> float:
+    """``critic_loss(vlm, prompts, labels).backward()`` in micro-batches of ``micro_batch_size`` prompts
+    (None: one pass), each part's summed cross-entropy divided by the whole batch's size, so the
+    accumulated gradient is the batch's (issue 56). Returns the batch's loss."""
+    if micro_batch_size is None or micro_batch_size >= len(prompts):
+        loss = critic_loss(vlm, prompts, labels)
+        loss.backward()
+        return float(loss.item())
+    prompts, labels, total = list(prompts), list(labels), 0.0
+    for start in range(0, len(prompts), micro_batch_size):
+        part = slice(start, start + micro_batch_size)
+        loss = critic_loss(vlm, prompts[part], labels[part]) * (len(prompts[part]) / len(prompts))
+        loss.backward()
+        total += loss.item()
+    return total
+
+
 def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progress: bool = True,
                  in_place: bool = False, resume: dict | None = None, on_checkpoint=None):
     """Fine-tune a copy of ``vlm`` (``vlm`` itself when ``in_place``) as ReAG's critic on the toy
@@ -195,6 +225,7 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
 
         bar = tqdm(total=config.steps, desc="critic", leave=False)
     critic.model.train()
+    micro = resolve_micro_batch(config.micro_batch_size, critic, "critic")
     t0 = time.perf_counter() - (resume or {}).get("seconds", 0.0)
     if bar is not None:
         bar.update(start)
@@ -203,13 +234,13 @@ def train_critic(vlm, config: CriticTrainConfig | None = None, world=None, progr
         for e in batch:
             curve["labels"]["Yes" if e.completion == "Yes" else e.meta["negative_kind"]] += 1
         lr = optimiser.param_groups[0]["lr"]
-        loss = critic_loss(critic, [e.prompt for e in batch], [e.completion for e in batch])
         optimiser.zero_grad()
-        loss.backward()
+        with gradient_checkpointing(critic, config.gradient_checkpointing):
+            loss = critic_backward(critic, [e.prompt for e in batch], [e.completion for e in batch], micro)
         optimiser.step()
         scheduler.step()
         curve["step"].append(step)
-        curve["loss"].append(float(loss.item()))
+        curve["loss"].append(loss)
         curve["lr"].append(lr)
         window = curve["loss"][-config.log_every:]
         curve["smoothed"].append(sum(window) / len(window))

@@ -105,8 +105,9 @@ def gradient_checkpointing(vlm, mode=True):
     keeping them (non-reentrant, inputs requiring grads, as a LoRA model needs; issue 56: what lets a
     2-3B model train on a 16 GB T4). ``mode``: True, False, or "auto" (on for a model on CUDA). The
     model leaves the block as it entered it. The gradients are those of the plain backward.
-    ``transformers`` recomputes only in train mode: ``sft_train`` trains in train mode, while
-    ``grpo_step`` updates in eval mode (dropout off) and relies on ``GRPOConfig.micro_batch_size``."""
+    ``transformers`` recomputes a layer only while that layer is in train mode: for a model in eval
+    mode (``grpo_step`` updates with dropout off) the block puts the decoder layers themselves, not
+    their children, in train mode, so dropout stays off and the layers still recompute."""
     check_checkpointing(mode)
     core = vlm.core
     on = mode is True or (mode == "auto" and getattr(core, "device", torch.device("cpu")).type == "cuda")
@@ -120,14 +121,48 @@ def gradient_checkpointing(vlm, mode=True):
         core.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if hasattr(core, "enable_input_require_grads"):
         core.enable_input_require_grads()
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    flipped = [m for m in core.modules() if isinstance(m, GradientCheckpointingLayer) and not m.training]
+    for m in flipped:       # only the layer's own flag: its dropout and attention modules stay in eval mode
+        m.training = True
     try:
         yield True
     finally:
+        for m in flipped:
+            m.training = False
         if not was:
             (core.activation_checkpointing_disable if hasattr(core, "activation_checkpointing_disable")
              else core.gradient_checkpointing_disable)()
         if hasattr(core, "disable_input_require_grads"):
             core.disable_input_require_grads()
+
+
+# Rows per forward/backward that a trainer's ``micro_batch_size="auto"`` takes on a CUDA model (issue 56:
+# a 2-3B model's activations on a 16 GB T4; ``kbvqa.models.gpu_budget`` counts these sizes). On the CPU
+# "auto" is the whole batch, so the committed cpu runs are unchanged.
+AUTO_MICRO_BATCH = {"sft": 1, "grpo": 1, "critic": 4}
+
+
+def check_micro_batch(value) -> None:
+    """``micro_batch_size`` is None (the whole batch), "auto" or a positive int."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return
+    check_positive_int(micro_batch_size=value)
+
+
+def on_cuda(vlm) -> bool:
+    """Whether ``vlm``'s model sits on a CUDA device."""
+    return getattr(getattr(vlm, "core", None), "device", torch.device("cpu")).type == "cuda"
+
+
+def resolve_micro_batch(value, vlm, trainer: str) -> int | None:
+    """A config's ``micro_batch_size`` as rows: None or an int as given; "auto", the trainer's
+    ``AUTO_MICRO_BATCH`` size on a CUDA model, else None (the whole batch in one pass)."""
+    check_micro_batch(value)
+    if isinstance(value, str):
+        return AUTO_MICRO_BATCH[trainer] if on_cuda(vlm) else None
+    return value
 
 
 def is_checkpointing(core) -> bool:

@@ -44,8 +44,12 @@ from kbvqa.rl.common import (
     SCHEDULES,
     build_optimizer,
     check_checkpoint_every,
+    check_checkpointing,
+    check_micro_batch,
     check_positive_int,
+    gradient_checkpointing,
     prepare_trainable,
+    resolve_micro_batch,
     restore_training_state,
     training_state,
 )
@@ -71,7 +75,9 @@ class GRPOConfig:
     max_new_tokens: int = 64            # completion length cap
     temperature: float = 1.0            # sampling temperature (TRL default 1.0)
     top_p: float = 1.0                  # nucleus sampling (1 = off)
-    micro_batch_size: int | None = None  # completions per forward/backward (None: all at once)
+    micro_batch_size: int | None | str = "auto"  # completions per forward/backward (None: all at once;
+                                        # "auto": AUTO_MICRO_BATCH["grpo"] on CUDA unless normalise="group")
+    gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
     max_grad_norm: float = 1.0          # gradient clipping (TRL default 1.0; 0 = off)
     lora: dict | None = None            # VLM.add_lora arguments; None trains the weights
     freeze_vision: bool = True          # ReAG keeps the vision encoder frozen (merger trains)
@@ -85,8 +91,8 @@ class GRPOConfig:
                              f"prompt), got {self.group_size!r}")
         check_positive_int(prompts_per_step=self.prompts_per_step, steps=self.steps,
                            num_iterations=self.num_iterations, max_new_tokens=self.max_new_tokens)
-        if self.micro_batch_size is not None:
-            check_positive_int(micro_batch_size=self.micro_batch_size)
+        check_micro_batch(self.micro_batch_size)
+        check_checkpointing(self.gradient_checkpointing)
         check_checkpoint_every(self.checkpoint_every)
         if not self.lr > 0 or self.warmup_steps < 0 or self.max_grad_norm < 0:
             raise ValueError("need lr > 0, warmup_steps >= 0, max_grad_norm >= 0")
@@ -95,8 +101,8 @@ class GRPOConfig:
                              f"{self.clip_eps_high}")
         if self.normalise not in NORMALISATIONS:
             raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {self.normalise!r}")
-        if self.normalise == "group" and self.micro_batch_size is not None:
-            raise ValueError("normalise='group' needs whole groups in one pass: leave micro_batch_size None")
+        if self.normalise == "group" and isinstance(self.micro_batch_size, int):
+            raise ValueError("normalise='group' needs whole groups in one pass: leave micro_batch_size None or 'auto'")
         if self.advantage_std not in STD_KINDS or self.advantage_eps < 0:
             raise ValueError(f"advantage_std must be one of {STD_KINDS} and advantage_eps >= 0")
         if not self.temperature > 0 or not 0 < self.top_p <= 1:
@@ -175,7 +181,8 @@ def _old_logprobs(vlm, rollouts: Rollouts, config: GRPOConfig, rows: list[range]
 def policy_update(vlm, optimizer, rollouts: Rollouts, config: GRPOConfig, params) -> tuple[float, float]:
     """Step 5 (repeated ``num_iterations`` times): (summed loss, clip fraction) of the last pass."""
     n = len(rollouts.token_ids)
-    size = config.micro_batch_size or n
+    micro = None if config.normalise == "group" else resolve_micro_batch(config.micro_batch_size, vlm, "grpo")
+    size = micro or n
     rows = [range(s, min(n, s + size)) for s in range(0, n, size)]
     total_tokens = float(sum(len(i) for i in rollouts.token_ids))
     old = _old_logprobs(vlm, rollouts, config, rows) if config.num_iterations > 1 else None
@@ -214,7 +221,8 @@ def grpo_step(vlm, optimizer, prompts: Sequence, tasks: Sequence, config: GRPOCo
     params = params if params is not None else [p for p in vlm.model.parameters() if p.requires_grad]
     vlm.model.eval()
     rollouts = sample_groups(vlm, prompts, tasks, config, reward_funcs, reward_weights, seed=seed)
-    loss, clip = policy_update(vlm, optimizer, rollouts, config, params)
+    with gradient_checkpointing(vlm, config.gradient_checkpointing):
+        loss, clip = policy_update(vlm, optimizer, rollouts, config, params)
     groups = rollouts.rewards.view(-1, config.group_size)
     return GRPOStepStats(
         loss=loss, rewards={name: float(r.mean()) for name, r in rollouts.rewards_by_key.items()},

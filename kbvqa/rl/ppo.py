@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from kbvqa.models.adapters import add_named_adapter
+from kbvqa.rl.common import check_checkpointing, gradient_checkpointing
 
 __all__ = ["BASELINES", "PPO_REWARD_BASELINE", "PPOConfig", "PPOStats", "Trajectory", "collect_trajectories",
            "ppo_advantages", "ppo_objective", "ppo_step", "prepare_ppo_policy"]
@@ -64,6 +65,7 @@ class PPOConfig:
     ratio: str = "token"                   # "token" | "sequence" (module docstring)
     max_grad_norm: float = 1.0             # gradient clipping (0: none)
     seed: int = 0                          # App. C.4: random seed 0
+    gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
 
     def __post_init__(self):
         if not 0 < self.clip_eps < 1:
@@ -76,6 +78,7 @@ class PPOConfig:
             raise ValueError("batch_size, mini_batch_size and ppo_epochs must be >= 1")
         if not self.learning_rate > 0 or self.max_grad_norm < 0:
             raise ValueError("need learning_rate > 0 and max_grad_norm >= 0")
+        check_checkpointing(self.gradient_checkpointing)
 
 
 @dataclass
@@ -174,28 +177,29 @@ def ppo_step(vlm, optimizer, trajectories: Sequence[Trajectory], cfg: PPOConfig 
     vlm.model.train()
     params = [p for p in vlm.model.parameters() if p.requires_grad]
     losses, ratios, clipped = [], [], []
-    for _ in range(cfg.ppo_epochs):
-        ratios, clipped = [], []
-        for start in range(0, len(batch), cfg.mini_batch_size):
-            idx = range(start, min(start + cfg.mini_batch_size, len(batch)))
-            out = vlm.completion_logprobs([prompts[i] for i in idx], [actions[i] for i in idx], grad=True,
-                                          add_eos=True)
-            width = out.logprobs.shape[1]
-            old_lp = torch.zeros_like(out.logprobs)
-            for row, i in enumerate(idx):   # mini-batch padding may differ from the one-by-one pass
-                old_lp[row, : old[i].shape[1]] = old[i][0, :width].to(old_lp.device)
-            adv = advantages[list(idx)].to(out.logprobs.device)
-            objective, r = ppo_objective(out.logprobs, old_lp, adv, out.mask, cfg.clip_eps, cfg.ratio)
-            loss = -objective
-            optimizer.zero_grad()
-            loss.backward()
-            if cfg.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            kept = r.detach()[out.mask] if cfg.ratio == "token" else r.detach()
-            ratios.append(kept)
-            clipped.append(((kept - 1).abs() > cfg.clip_eps).float())
+    with gradient_checkpointing(vlm, cfg.gradient_checkpointing):   # issue 56: a 2B model on a T4
+        for _ in range(cfg.ppo_epochs):
+            ratios, clipped = [], []
+            for start in range(0, len(batch), cfg.mini_batch_size):
+                idx = range(start, min(start + cfg.mini_batch_size, len(batch)))
+                out = vlm.completion_logprobs([prompts[i] for i in idx], [actions[i] for i in idx], grad=True,
+                                              add_eos=True)
+                width = out.logprobs.shape[1]
+                old_lp = torch.zeros_like(out.logprobs)
+                for row, i in enumerate(idx):   # mini-batch padding may differ from the one-by-one pass
+                    old_lp[row, : old[i].shape[1]] = old[i][0, :width].to(old_lp.device)
+                adv = advantages[list(idx)].to(out.logprobs.device)
+                objective, r = ppo_objective(out.logprobs, old_lp, adv, out.mask, cfg.clip_eps, cfg.ratio)
+                loss = -objective
+                optimizer.zero_grad()
+                loss.backward()
+                if cfg.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                optimizer.step()
+                losses.append(float(loss.detach()))
+                kept = r.detach()[out.mask] if cfg.ratio == "token" else r.detach()
+                ratios.append(kept)
+                clipped.append(((kept - 1).abs() > cfg.clip_eps).float())
     vlm.model.train(was_training)
     all_r = torch.cat(ratios)
     return PPOStats(losses, float(all_r.mean()), float(torch.cat(clipped).mean()), float(advantages.mean()))

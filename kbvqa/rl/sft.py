@@ -40,10 +40,12 @@ from kbvqa.rl.common import (
     build_optimizer,
     check_checkpoint_every,
     check_checkpointing,
+    check_micro_batch,
     check_positive_int,
     gradient_checkpointing,
     prepare_trainable,
     prompt_and_completion,
+    resolve_micro_batch,
     restore_training_state,
     training_state,
 )
@@ -135,14 +137,14 @@ class SFTConfig:
     log_every: int = 1               # steps between curve points
     progress: bool = True            # tqdm bar
     checkpoint_every: int = 0        # steps between calls of sft_train's on_checkpoint (0: never)
-    micro_batch_size: int | None = None  # rows per forward/backward, gradients accumulated (None: the batch)
+    micro_batch_size: int | None | str = "auto"  # rows per forward/backward, gradients accumulated (None: the
+                                     # batch; "auto": AUTO_MICRO_BATCH["sft"] on CUDA, the batch on the CPU)
     gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
 
     def __post_init__(self):
         check_positive_int(steps=self.steps, batch_size=self.batch_size, log_every=self.log_every)
         check_checkpoint_every(self.checkpoint_every)
-        if self.micro_batch_size is not None:
-            check_positive_int(micro_batch_size=self.micro_batch_size)
+        check_micro_batch(self.micro_batch_size)
         check_checkpointing(self.gradient_checkpointing)
         if not 0 <= self.alpha <= 1:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha!r}")
@@ -244,7 +246,7 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: 
             optimizer.zero_grad(set_to_none=True)
             with gradient_checkpointing(vlm, config.gradient_checkpointing):
                 out = sft_backward(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha,
-                                   config.micro_batch_size)
+                                   resolve_micro_batch(config.micro_batch_size, vlm, "sft"))
             if config.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
