@@ -273,7 +273,7 @@ def test_the_committed_tables_are_not_pre_registered_and_the_git_check_passes():
     assert {e.plan_status for e in effects} == {NOT_PRE_REGISTERED} and all(e.plan is None for e in effects)
 
 
-@pytest.mark.parametrize("module", ["kbvqa.paper_vs_ours", "tools.first_cell", "tools.reader_rounds",
+@pytest.mark.parametrize("module", ["kbvqa.paper_vs_ours", "tools.first_cell", "tools.dist", "tools.reader_rounds",
                                     "kbvqa.reader.fastcard", "tools.make_test_under_load"])
 def test_help_writes_nothing(module):
     import sys
