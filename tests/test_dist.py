@@ -3,6 +3,7 @@ and ``twine check``'s, each shown to fail on what it guards against, and (slow) 
 sdist and a wheel built from it, with the data, that pass them."""
 from __future__ import annotations
 
+import subprocess
 import tarfile
 import zipfile
 
@@ -68,6 +69,22 @@ def test_size_check_uses_the_limit(tmp_path):
     path.write_bytes(b"x" * 2000)
     assert dist.check_sizes([path], limit=2000) == []
     assert "over the index's default limit" in dist.check_sizes([path], limit=1999)[0]
+
+
+def test_uncommitted_tracked_files_are_named(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 1\n")
+    git("add", "a.py", "b.py")
+    git("commit", "-q", "-m", "one")
+    assert dist.uncommitted(tmp_path) == []
+    (tmp_path / "b.py").write_text("y = 2\n")
+    (tmp_path / "new.py").write_text("")                # untracked: not in the distribution, not named
+    assert dist.uncommitted(tmp_path) == ["b.py"]
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 checked as the package index checks an upload (issue 56, item 1). ``make wheel`` is the same target.
 
 1. A clean tree: the files git tracks (no cache, no stale ``build/``, nothing untracked), with the
-   link ``kbvqa/_data -> ../data`` kept, as ``tests/test_wheel.py`` builds it.
+   link ``kbvqa/_data -> ../data`` kept, as ``tests/test_wheel.py`` builds it. Their working copies
+   travel: a note lists those that differ from the last commit (commit before publishing).
 2. The sdist, from that tree, through setuptools' own build hook (no network: the build backend is
    the one installed here, as ``make wheel`` always used it).
 3. The wheel, built from the *unpacked sdist* (what ``python -m build`` does): a file the sdist forgot
@@ -49,6 +50,13 @@ def tracked_files(root: Path = ROOT) -> list[str]:
     if done.returncode:
         raise SystemExit(f"make dist builds from the files git tracks, and git ls-files failed:\n{done.stderr}")
     return [name for name in done.stdout.split("\0") if name]
+
+
+def uncommitted(root: Path = ROOT) -> list[str]:
+    """Tracked files whose working copy differs from the last commit (they travel as they are)."""
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                          capture_output=True, text=True)
+    return [line[3:] for line in done.stdout.splitlines() if line.strip()]
 
 
 def clean_tree(root: Path, tree: Path, names: list[str]) -> None:
@@ -191,6 +199,11 @@ def main(argv=None) -> int:
     if problems:
         print("\n".join(["the distribution would not publish as it is:"] + [f"  {p}" for p in problems]))
         return 1
+    changed = uncommitted()
+    if changed:
+        print(f"note: {len(changed)} tracked file(s) differ from the last commit and are in the distribution "
+              f"as they are ({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}): commit, then "
+              "make dist again, before publishing")
     checker = "twine check and " if importlib.util.find_spec("twine") else ""
     print(f"checked ({checker}packaging.metadata): name, version, Requires-Python, licence, README, data, sizes.\n"
           f"to publish (a maintainer with the index's token): python -m twine upload {args.out.name}/{stem}*")
