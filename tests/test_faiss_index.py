@@ -50,3 +50,24 @@ def test_gpu_profile_with_the_gpu_build_moves_the_index_to_gpu_0():
     v = _vectors()
     index = inner_product_index(v, faiss=fake, profile="gpu")
     assert moved == [0] and index.ntotal == len(v)
+
+
+def test_the_gpu_faiss_extra_is_the_gpu_extra_with_the_gpu_build():
+    """pyproject's gpu-faiss extra = the gpu extra with faiss-gpu in place of faiss-cpu, at the same
+    version (the two install the same ``faiss`` module, so an install takes one extra, never both);
+    the fallback note names it."""
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    gpu = {Requirement(r).name: Requirement(r) for r in extras["gpu"]}
+    with_gpu_build = {Requirement(r).name: Requirement(r) for r in extras["gpu-faiss"]}
+    assert "faiss-cpu" in gpu and "faiss-cpu" not in with_gpu_build and "faiss-gpu" not in gpu
+    assert with_gpu_build["faiss-gpu"].specifier == gpu["faiss-cpu"].specifier
+    assert {n: str(r) for n, r in with_gpu_build.items() if n != "faiss-gpu"} == \
+        {n: str(r) for n, r in gpu.items() if n != "faiss-cpu"}
+    with pytest.warns(FaissOnCPU, match=r"\[gpu-faiss\]"):
+        inner_product_index(_vectors(), faiss=types.SimpleNamespace(IndexFlatIP=faiss.IndexFlatIP), profile="gpu")

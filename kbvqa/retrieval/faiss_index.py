@@ -3,8 +3,9 @@
 ``inner_product_index(vectors, device="auto")`` builds ``faiss.IndexFlatIP`` over float32 rows and
 returns it, moved to GPU 0 (``faiss.index_cpu_to_gpu``) when ``device`` is "gpu", or is "auto" in the
 gpu profile and the installed FAISS is the GPU build with a visible GPU. Where the GPU build is
-missing (``faiss-cpu``, as in every cpu install and in the gpu extra until ``faiss-gpu`` installs on
-Colab's CUDA) "auto" stays on the CPU and says so once (``FaissOnCPU``, a ``UserWarning``); asking
+missing (``faiss-cpu``, as in every cpu install and in the gpu extra; the ``gpu-faiss`` extra is the gpu
+extra with ``faiss-gpu`` instead, for where that build installs on Colab's CUDA) "auto" stays on the
+CPU and says so once (``FaissOnCPU``, a ``UserWarning``); asking
 for "gpu" explicitly raises. The results are the same either way: a flat index is exact.
 
 Leaves out: approximate indexes (IVF, HNSW): the book's knowledge bases are small enough to search
@@ -54,7 +55,7 @@ def inner_product_index(vectors, device: str = "auto", faiss=None, profile: str 
             device = "gpu"
         else:
             warnings.warn("the installed FAISS has no GPU build (or sees no GPU): its exact index runs on the "
-                          "CPU, with the same results (pip install faiss-gpu-cu12 for the GPU build)", FaissOnCPU,
+                          "CPU, with the same results (the GPU build: pip install 'kbvqa-book[gpu-faiss]')", FaissOnCPU,
                           stacklevel=2)
             device = "cpu"
     if device == "gpu":
