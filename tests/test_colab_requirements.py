@@ -50,8 +50,11 @@ def colab_environment(python: Version) -> dict[str, str]:
 
 
 def gpu_profile_requirements(project: dict = PROJECT) -> list[Requirement]:
-    """What ``kbvqa-book[gpu]`` installs directly: the dependencies and the ``gpu`` extra."""
-    return [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["gpu"]]
+    """What ``kbvqa-book[gpu]`` installs directly: the dependencies and the ``gpu`` extra, with every
+    variant of it (``gpu-faiss``: the same with FAISS's GPU build)."""
+    extras = project["optional-dependencies"]
+    chosen = [name for name in extras if name == "gpu" or name.startswith("gpu-")]
+    return [Requirement(r) for r in project["dependencies"] + [r for name in chosen for r in extras[name]]]
 
 
 def requirements_on_colab(project: dict = PROJECT, installed=metadata.version, requires=metadata.requires):
