@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 
 from kbvqa.data.schema import Query, option_letters
-from kbvqa.prompts import render_chat, render_prompt
+from kbvqa.prompts import load_prompt, render_chat, render_prompt, system_name
 from kbvqa.prompts.formats import Example, view_ref
 
 HELDOUT_LIT_FRACTION = 0.5
@@ -90,7 +90,8 @@ def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = Fa
     """System turn, one (user, assistant) pair per example, then the query's user turn; with
     ``with_context`` each example's reasoning context is ``contexts[example id]`` where present,
     else its worked solution (``mc_answer_text``; ``plain``: the answers of a knowledge base without
-    worked solutions)."""
+    worked solutions, and the system turn asks for "<reasoning> So the answer is <text>. The answer is
+    X.", issue 52)."""
     name = "rcts_mc_rc" if with_context else "rcts_mc"
 
     def user(item):
@@ -99,6 +100,9 @@ def mc_chat(world, q: Query, examples: list[Query], cfg, with_context: bool = Fa
                            context=item.context or "N/A", choices=mc_choices(item))
 
     chat = user(q)
+    if plain:   # the response format over a plain knowledge base: reasoning, the option's text, its letter
+        system = load_prompt(system_name("rcts_mc_plain", cfg.short_prompts))
+        chat = [{"role": "system", "content": [{"type": "text", "text": system}]}] + chat[1:]
     turns = []
     for ex in examples:
         turns += [user(ex)[-1], {"role": "assistant",

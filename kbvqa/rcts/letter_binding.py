@@ -39,8 +39,8 @@ from kbvqa.models.pretrain_mc_lit import mc_chat, pick_mc_examples
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.prompts.formats import Example
 
-__all__ = ["LetterBindingConfig", "binding_example", "letter_given_rationale", "response_text", "same_rule_accuracy",
-           "same_rule_prompts", "shuffled_options", "train_letter_binding", "training_examples"]
+__all__ = ["LetterBindingConfig", "binding_example", "gate_items", "letter_given_rationale", "response_text",
+           "same_rule_accuracy", "same_rule_prompts", "shuffled_options", "train_letter_binding", "training_examples"]
 
 ANSWER_LEAD = "The answer is"
 
@@ -138,6 +138,23 @@ def _letter_ids(tokenizer, letters: str) -> list[int]:
     return ids
 
 
+def gate_items(world, n: int, config: LetterBindingConfig, with_context: bool = False,
+               seed: int = 1) -> list[tuple[Example, str]]:
+    """(chat, teacher-forced prefix) for ``mc_kb[:n]``: examples from the rest of ``mc_kb``, options
+    shuffled by ``random.Random(f"letter_gate:{seed}:{id}")``; the prefix is the response up to and
+    including "The answer is"."""
+    kb = list(world.mc_kb)
+    if not isinstance(n, int) or not 1 <= n <= len(kb):
+        raise ValueError(f"n must be an int in [1, {len(kb)}] (mc_kb's size), got {n!r}")
+    items = []
+    for q in kb[:n]:
+        rng = random.Random(f"letter_gate:{seed}:{q.id}")
+        pool = [e for e in kb if e.id != q.id]
+        ex = binding_example(world, q, rng, config, pool=pool, with_context=with_context)
+        items.append((ex, ex.completion[: ex.completion.rindex(ANSWER_LEAD) + len(ANSWER_LEAD)]))
+    return items
+
+
 def letter_given_rationale(vlm, world, n: int = 200, config: LetterBindingConfig | None = None,
                            batch_size: int = 8, with_context: bool = False, seed: int = 1) -> dict:
     """The gate (goal >= 0.9): the first ``n`` ``mc_kb`` questions in K-shot chats whose examples come
@@ -147,18 +164,9 @@ def letter_given_rationale(vlm, world, n: int = 200, config: LetterBindingConfig
     from kbvqa.models.scoring import join_completions
 
     config = config or LetterBindingConfig()
-    kb = list(world.mc_kb)
-    if not 1 <= n <= len(kb):
-        raise ValueError(f"n must be in [1, {len(kb)}] (mc_kb's size), got {n!r}")
+    items = gate_items(world, n, config, with_context, seed)
     records, was_training = [], vlm.model.training
     vlm.model.eval()
-    items = []
-    for q in kb[:n]:
-        rng = random.Random(f"letter_gate:{seed}:{q.id}")
-        pool = [e for e in kb if e.id != q.id]
-        ex = binding_example(world, q, rng, config, pool=pool, with_context=with_context)
-        prefix = ex.completion[: ex.completion.rindex(ANSWER_LEAD) + len(ANSWER_LEAD)]
-        items.append((ex, prefix))
     try:
         for start in range(0, len(items), batch_size):
             chunk = items[start:start + batch_size]

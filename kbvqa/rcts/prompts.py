@@ -50,14 +50,23 @@ class PromptBuilder(Protocol):
 _THOUGHT = re.compile(r"THOUGHT PROCESS:?\**:?(.*?)(?:\**\s*FINAL ANSWER|$)", re.IGNORECASE | re.DOTALL)
 
 
+_LAST_LETTER = re.compile(r"\s*The answer is \(?[A-Z]\)?\.?\s*$")
+
+
 def reasoning_of(response: str) -> str:
     """C~_i of a response: the text between THOUGHT PROCESS and FINAL ANSWER if present, else the
-    reason after BECAUSE; "" when neither holds any text. Never raises."""
+    reason after BECAUSE, else (the rationale-first format over a plain knowledge base, "<reasoning>
+    So the answer is <text>. The answer is X.") the text before a closing "The answer is X."; "" when
+    none holds any text. Never raises."""
     text = response if isinstance(response, str) else ""
     m = _THOUGHT.search(text)
     if m and m.group(1).strip(" *\n"):
         return m.group(1).strip(" *\n")
-    return parse_rcts_answer(text).reason.strip()
+    reason = parse_rcts_answer(text).reason.strip()
+    if reason:
+        return reason
+    closing = _LAST_LETTER.search(text)
+    return text[:closing.start()].strip() if closing else ""
 
 
 def _text_turn(role: str, text: str) -> dict:
