@@ -47,12 +47,14 @@ BENCHMARKS = {
     "critic": "ReAG critic: batched vs one passage per call",
     "grpo": "GRPO step (ReAG Eq. 6-7): ours vs TRL",
     "molt": "MOLT (App. C): one-pass ladder vs iterative pairwise",
+    "activations": "activation memory per token of a LoRA training step at full width (gpu_budget's figures)",
     "book": "the book: execution time and reproducibility",
 }
 QUICK_ARGS = {"maxsim": "--items 256 --queries 4 --repeats 2", "rcts": "--queries 2 --full 1",
               "critic": "--queries 1 --k 1", "fastpath": "--k 1 --tokens 4 --sweep 1",
               "prefix": "--questions 2 --tokens 2", "profile": "--tokens 2", "rcts_fast": "--queries 1",
-              "molt": "--queries 1 --repeats 1", "book": "--only 01_models"}
+              "molt": "--queries 1 --repeats 1", "book": "--only 01_models",
+              "activations": "--only HuggingFaceTB/SmolVLM-256M-Instruct --tokens 64 --no-write"}
 
 
 def parse_sizes(items: list[str]) -> dict[str, str]:

@@ -35,7 +35,7 @@ RANKS = {
     "kbvqa.models": 3,
     "kbvqa.retrieval": 4, "kbvqa.search": 4, "kbvqa.rl": 4, "kbvqa.metrics": 4, "kbvqa.experiments.work": 4,
     "kbvqa.reader": 5, "kbvqa.models.tiny": 5, "kbvqa.models.tiny_recipe": 5, "kbvqa.models.model_card": 5,
-    "kbvqa.models.checkpoints": 5, "kbvqa.models.gpu_budget": 5,
+    "kbvqa.models.checkpoints": 5, "kbvqa.models.gpu_budget": 5, "kbvqa.models.t4_time": 5,
     "kbvqa.rcts": 6, "kbvqa.serts": 6, "kbvqa.reag": 6, "kbvqa.molt": 6,
     "kbvqa.pipeline": 7,
     "kbvqa.experiments": 8,

@@ -21,15 +21,20 @@ def test_table_rows_and_the_smoke_column(tmp_path, monkeypatch):
                            {"name": "21_reag_critic", "seconds": 40.0, "passed": False},
                            {"name": "18_serts_ppo", "seconds": 22.0, "passed": True}],
               "provenance": {"cpus": 2, "date": "2026-11-25T07:00:00+00:00", "commit": "abcdef0123"}}
+    from kbvqa.models.t4_time import chapter_minutes
+
     table = chapter_times.readme_table(record)
-    assert "| 00 toy world | 12 | — | — | — | — |" in table
+    assert "| 00 toy world | 12 | — | — | — | < 1 | — |" in table          # no model: its CPU time
+    critic, ppo = gpu_budget.chapter_budget("21_reag_critic"), gpu_budget.chapter_budget("18_serts_ppo")
     assert ("| 21 reag critic | failed | Qwen2.5-VL-3B-Instruct, clip-vit-base-patch32, grounding-dino-tiny | 8.8 | "
-            "11.6 |") in table                       # the critic (bf16) and the retrieval models beside it
-    assert "| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | 6.2 (over 16 GB) |" in table and "not measured" in table
+            f"{critic['peak_gib']:.1f} | {chapter_minutes('21_reag_critic')['total']:.0f} |") in table
+    assert (f"| 18 serts ppo | 22 | Qwen2-VL-2B-Instruct | 4.4 | {ppo['peak_gib']:.1f} (over 16 GB) | "
+            f"{chapter_minutes('18_serts_ppo')['total']:.0f} |") in table and "not measured" in table
+    assert "*estimates*" in table
     smoke = {"device": "NVIDIA T4", "chapters": [{"name": "00_toy_world", "seconds": 30.2, "passed": True},
                                                  {"name": "18_serts_ppo", "seconds": 9.0, "passed": False}]}
     with_smoke = chapter_times.readme_table(record, smoke)
-    assert "| 00 toy world | 12 | — | — | — | 30 |" in with_smoke and "| 9 (failed) |" in with_smoke
+    assert "| 00 toy world | 12 | — | — | — | < 1 | 30 |" in with_smoke and "| 9 (failed) |" in with_smoke
     readme = tmp_path / "README.md"
     readme.write_text("x\n")
     rec = tmp_path / "r.json"

@@ -9,7 +9,8 @@ re-executes the named chapters and replaces their rows, each marked with its own
 (``merge``; the README's table names them), so a change to a few chapters is re-timed in minutes. ``--readme``
 rewrites the README's table between ``<!-- chapters:start -->`` and ``<!-- chapters:end -->`` from
 that record and from the gpu profile's estimates (``kbvqa.models.gpu_budget.chapter_budget``: the
-checkpoints a chapter loads, their bf16 download and the chapter's peak memory), and from
+checkpoints a chapter loads, their bf16 download and the chapter's peak memory on a T4) and
+``kbvqa.models.t4_time.chapter_minutes`` (its time on a T4; a chapter without a model: its CPU time), and from
 ``data/benchmarks/gpu_smoke.json`` when a GPU smoke run exists. A test holds the README's table
 equal to what ``readme_table`` makes of the committed records.
 
@@ -136,17 +137,24 @@ def _remeasured_lines(record: dict) -> list[str]:
 def readme_table(record: dict, smoke: dict | None = None) -> str:
     """The README's markdown table (see the module docstring); ``smoke``: a gpu_smoke.json record."""
     from kbvqa.models.gpu_budget import chapter_budget
+    from kbvqa.models.t4_time import chapter_minutes
 
     prov = record["provenance"]
     on_gpu = {c["name"]: c for c in (smoke or {}).get("chapters", [])}
     gpu_head = (f"GPU smoke run, s ({smoke['device']}, random tiny models, several chapters at once)" if smoke else
                 "on a T4 (not measured: no T4 was lent)")
-    lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}); "
-             "estimated for the gpu profile from parameter counts (`kbvqa.models.gpu_budget`: model weights "
-             "in bf16, retrieval models as the hub stores them; datasets not counted).", "",
+    lines = [f"Measured on the CPU ({prov['cpus']} cores, {prov['date'][:10]}, commit {prov['commit'][:7]}). "
+             "The T4 columns are *estimates* for the gpu profile on a free Colab T4, until a run on one replaces "
+             "them: memory from parameter counts and activations per token measured on the CPU at full width "
+             "(`kbvqa.models.gpu_budget`: weights in bf16, every model the chapter holds at once, its training "
+             "step's activations from `benchmarks/bench_activations.py`, retrieval models as the hub stores them; "
+             "datasets not counted), time from the chapter's work at the gpu profile's sizes on a T4's data-sheet "
+             "figures at an assumed utilisation (`kbvqa.models.t4_time`: 65 TFLOP/s fp16 at 25 %, 320 GB/s at "
+             "70 %, downloads at 100 MB/s).", "",
              *_remeasured_lines(record),
-             f"| chapter | CPU, s | gpu-profile checkpoints | download, GB | peak GPU memory, GiB | {gpu_head} |",
-             "|---|---|---|---|---|---|"]
+             "| chapter | CPU, s | gpu-profile checkpoints | download, GB | peak memory on a T4, GiB (estimate) | "
+             f"time on a T4, min (estimate) | {gpu_head} |",
+             "|---|---|---|---|---|---|---|"]
     for c in record["chapters"]:
         b = chapter_budget(c["name"])
         names = ", ".join(x.split("/")[1] for x in b["checkpoints"]) or "—"
@@ -154,7 +162,11 @@ def readme_table(record: dict, smoke: dict | None = None) -> str:
         run = on_gpu.get(c["name"])
         smoke_cell = "—" if run is None else f"{run['seconds']:.0f}" + ("" if run["passed"] else " (failed)")
         cpu = f"{c['seconds']:.0f}" if c["passed"] else "failed"
-        lines.append(f"| {_title(c['name'])} | {cpu} | {names} | {b['download_gb'] or '—'} | {peak} | {smoke_cell} |")
+        # no model: the same work on Colab's two CPU cores as on these two (the CPU column)
+        minutes = chapter_minutes(c["name"])["total"] if b["checkpoints"] else c["seconds"] / 60
+        t4 = f"{minutes:.0f}" if minutes >= 1 else "< 1"
+        lines.append(f"| {_title(c['name'])} | {cpu} | {names} | {b['download_gb'] or '—'} | {peak} | {t4} | "
+                     f"{smoke_cell} |")
     return "\n".join(lines)
 
 
