@@ -328,6 +328,23 @@ def test_real_subset_ladder_says_why_it_is_skipped(monkeypatch):
     assert real_subset_ladder("infoseek", 0) == {}
 
 
+def test_real_subset_ladder_frees_the_critic_before_the_generator_loads(monkeypatch):
+    """Issue 56: the 3B critic (gpu profile) is handed back (free_memory) before the generator loads."""
+    from kbvqa.reag.ladder import real_subset_ladder
+
+    calls = []
+    monkeypatch.setattr(ladder, "load_dataset", lambda name, limit: ["q"])
+    monkeypatch.setattr(ladder, "load_knowledge_base", lambda name, max_docs, queries: [])
+    monkeypatch.setattr(ladder, "load_vlm", lambda role: calls.append(("load", role)) or role)
+    monkeypatch.setattr(ladder, "retrieve_evidence", lambda kb, queries, critic, config: calls.append(
+        ("retrieve", critic)) or {})
+    monkeypatch.setattr(ladder, "free_memory", lambda: calls.append(("free",)))
+    monkeypatch.setattr(ladder, "evaluate", lambda model, kb, queries, evidence, rung, config: [model])
+    out = real_subset_ladder("infoseek", 1)
+    assert calls == [("load", "critic"), ("retrieve", "critic"), ("free",), ("load", "rl_policy")]
+    assert out and all(records == ["rl_policy"] for records in out.values())
+
+
 def test_the_pipeline_rows_follow_the_evidence_they_read_wherever_it_lies(tmp_path):
     """Chapter 30's rows can run on a ladder run's evidence still in progress (``--evidence``): the
     rows' fingerprint names the evidence's fingerprint, not its path, so they stay valid once the

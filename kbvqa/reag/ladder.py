@@ -38,6 +38,7 @@ from kbvqa.experiments.work import map_in_chunks, trained_model
 from kbvqa.metrics import kbvqa_split_of, official_correct
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.inference import inference_copy
+from kbvqa.models.loading import free_memory
 from kbvqa.parsers import parse_think_answer
 from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_prompt
 from kbvqa.reag.ladder_train import (  # noqa: F401
@@ -326,5 +327,6 @@ def real_subset_ladder(name: str = "infoseek", n: int = 50, max_docs: int = 2000
         warnings.warn(f"the real-data ladder is skipped: {str(err).splitlines()[0]}", stacklevel=2)
         return {}
     evidence = retrieve_evidence(kb, queries, load_vlm("critic"), config)
+    free_memory()            # the critic (gpu: 3B) is held by no name: its memory goes back before the generator
     generator = load_vlm("rl_policy")
     return {rung: evaluate(generator, kb, queries, evidence, RUNG_BY_NAME[rung], config) for rung in CHEAP_RUNGS}
