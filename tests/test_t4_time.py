@@ -66,7 +66,7 @@ CELL_SIZES = {
     "10_rcts_reasoning_contexts": ("profile.size(4, 24)", 24 * 10),
     "14_rcts_experiments": ("profile.size(6, 12)", 2 * 12),
     "18_serts_ppo": ('profile.size((2, 2), (8, made[\\"sim\\"]))', 8 * 6 * 2),
-    "21_reag_critic": ("steps=profile.size(2, 50)", None),
+    "21_reag_critic": ("steps=profile.size(2, 40)", None),
     "22_reag_cold_start": ("n_train = profile.size(4, 256)", 256),
     "23_reag_grpo": ("steps = profile.size(1, 60)", 60 * 16),
     "27_molt_training": ("steps=profile.size(1, 12)", 12 * 8),
@@ -81,6 +81,6 @@ def test_the_table_follows_the_cells(chapter):
     if sequences:
         assert first.sequences == sequences, (chapter, first)
     else:
-        assert next(i for i in CHAPTER_WORK[chapter].items if isinstance(i, Train)).steps == 50
+        assert next(i for i in CHAPTER_WORK[chapter].items if isinstance(i, Train)).steps == 40
     made = json.loads((Path(__file__).resolve().parents[1] / "data/experiments/serts_ppo/results.json").read_text())
     assert made["config"]["sim"] == 6                    # chapter 18's Sim, read from the committed experiment

@@ -149,20 +149,23 @@ class Training:
 
 
 # The training each chapter runs in the gpu profile (its largest step), read off its cells and configs. Token
-# counts per sequence: the prompt's text as the gpu profile renders it (the papers' prompts), the pictures at
-# the hub processors' counts (Qwen2/2.5-VL: (112 / 28)^2 = 16 tokens a 112-px picture; Qwen3-VL: 16; SmolVLM
-# with one tile: 64), and the completion cap (max_new_tokens, or the SFT target's length).
+# counts per sequence: the prompt's text as the gpu profile renders it (the papers' prompts), counted with the
+# reader's tokenizer (SmolLM2's) by ``tools/prompt_tokens.py`` (critic 438 median / 473 max, cold start 154 /
+# 161, MOLT SFT 445 / 477 text tokens), the pictures at the hub processors' counts for the toy world's 112-px
+# pictures (Qwen2/2.5-VL and Qwen3-VL: 16 tokens; SmolVLM with one tile: 64), and the completion (its cap, or
+# the SFT target: MOLT's transcripts 282 / 290 tokens); rounded up. SeRTS's proposer prompt is read off its
+# template (the question and three abstracts), not counted.
 CHAPTER_TRAINING = {
     # SeRTS PPO: the proposer's prompt (question, three abstracts) + <= 96 new tokens; mini-batch 4 (the cell)
     "18_serts_ppo": Training("ppo", tokens=900, completion=96, rows=4),
     # ReAG critic: (I_q, q, p) -> one answer token; 16 examples a step in micro-batches of 4
-    "21_reag_critic": Training("critic", tokens=400, completion=1),
-    # cold start: (I_q, q, p) + a trace of <= 256 tokens, one row at a time
-    "22_reag_cold_start": Training("sft", tokens=700, completion=256),
+    "21_reag_critic": Training("critic", tokens=500, completion=1),
+    # cold start: (I_q, q, p) + a trace of <= 256 tokens (the writer's cap), one row at a time
+    "22_reag_cold_start": Training("sft", tokens=500, completion=256),
     # its cold start (chapter 22's SFT step) is larger than its GRPO step (the prompt + <= 80 new tokens)
-    "23_reag_grpo": Training("sft", tokens=700, completion=256),
+    "23_reag_grpo": Training("sft", tokens=500, completion=256),
     # MOLT: the query and five candidates (six pictures, five wiki sections) + <= 300 new tokens
-    "27_molt_training": Training("grpo", tokens=2200, completion=300),
+    "27_molt_training": Training("grpo", tokens=900, completion=300),
 }
 
 

@@ -20,9 +20,11 @@ assumed utilisation, applied to the work each chapter's cells do at the gpu prof
   the hub) plus 10 s to move the weights to the GPU.
 
 ``chapter_minutes(chapter)`` sums it; ``T4_MINUTES_LIMIT`` (20) is what a chapter may take in a free
-session (issue 56). Token counts per call are read off the cells and the prompts' templates (the
-caps ``max_new_tokens``, the number of pictures and passages a prompt holds), not counted on a GPU:
-replace the table's figures with measured ones when a T4 run records them.
+session (issue 56). Prompt lengths of the ReAG and MOLT prompts are counted (``tools/prompt_tokens.py``:
+the gpu profile's renderings, the reader's tokenizer, the hub processors' picture tokens; see
+``gpu_budget.CHAPTER_TRAINING``); the RCTS and SeRTS prompts and the completions' lengths are read off the
+templates and the caps (``max_new_tokens``; a typical length where the cap is far above what a model
+writes, said beside each entry). Replace the figures with measured ones when a T4 run records them.
 """
 from __future__ import annotations
 
@@ -151,31 +153,31 @@ CHAPTER_WORK = {
     "18_serts_ppo": Work((Generate("searcher", 8 * 6 * 2, 800, 96, batch=1),
                           Train("searcher", 6 * 2, 8, 900),
                           Generate("searcher", 24, 900, 128, batch=8))),
-    # P(Yes) of 100 queries x 5 pages, 400 held-out items, 50 steps x 16 examples, 50 ladder queries x 5
-    "21_reag_critic": Work((Score("critic", 100 * 5, 400), Score("critic", 400, 400),
-                            Train("critic", 50, 16, 400), Score("critic", 50 * 5, 400))),
+    # P(Yes) of 100 queries x 5 pages, 400 held-out items, 40 steps x 16 examples, 50 ladder queries x 5
+    "21_reag_critic": Work((Score("critic", 100 * 5, 500), Score("critic", 400, 500),
+                            Train("critic", 40, 16, 500), Score("critic", 50 * 5, 500))),
     # 256 traces (~150 tokens, cap 256) by the 3B writer; 200 SFT steps x 8; 2 x 32 relevance queries
     "22_reag_cold_start": Work((Generate("reag_generator", 256, 500, 150, batch=8),
-                                Train("rl_policy", 200, 8, 700),
+                                Train("rl_policy", 200, 8, 500),
                                 Generate("rl_policy", 64, 500, 128, batch=8))),
     # a cold start of 80 SFT steps x 8, 60 GRPO steps x 4 prompts x G = 4 completions of <= 80 tokens
-    "23_reag_grpo": Work((Train("rl_policy", 80, 8, 700),
-                          Generate("rl_policy", 60 * 16, 400, 80, batch=16),
-                          Train("rl_policy", 60, 16, 480))),
+    "23_reag_grpo": Work((Train("rl_policy", 80, 8, 500),
+                          Generate("rl_policy", 60 * 16, 250, 80, batch=16),
+                          Train("rl_policy", 60, 16, 330))),
     # 24 queries x the live rungs (the shipped generators), 50 InfoSeek queries with the critic's evidence
     "24_reag_ablation": Work((Generate("rl_policy", 24 * 5, 600, 128, batch=8),
                               Score("critic", 50 * 10, 400),
                               Generate("rl_policy", 50, 600, 128, batch=8))),
     "25_molt_candidates": Work((Generate("judge", 32, 900, 24, batch=8),)),
     # three runs of one query, then 12 queries x (one pass: 1 call; iterative: 4 calls) of ~200 tokens
-    "26_molt_ladder": Work((Generate("judge", 13 * 6, 1800, 200, batch=1),)),
+    "26_molt_ladder": Work((Generate("judge", 13 * 6, 600, 200, batch=1),)),
     # 40 SFT steps x 4, 12 GRPO steps x 2 prompts x G = 4 of <= 300 tokens
-    "27_molt_training": Work((Train("judge", 40, 4, 2200),
-                              Generate("judge", 12 * 8, 1900, 300, batch=8),
-                              Train("judge", 12, 8, 2200))),
+    "27_molt_training": Work((Train("judge", 40, 4, 900),
+                              Generate("judge", 12 * 8, 600, 300, batch=8),
+                              Train("judge", 12, 8, 900))),
     # 16 one-shot + 16 one-pass tournaments
-    "28_molt_weak_to_strong": Work((Generate("judge", 16, 1800, 64, batch=8),
-                                    Generate("judge", 16, 1800, 300, batch=8))),
+    "28_molt_weak_to_strong": Work((Generate("judge", 16, 600, 64, batch=8),
+                                    Generate("judge", 16, 600, 300, batch=8))),
     # 48 queries: the critic-kept candidates and a ladder of ~200 tokens
     "30_end_to_end": Work((Generate("reag_generator", 48 * 2, 1500, 200, batch=8),)),
 }
