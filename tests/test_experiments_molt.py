@@ -325,3 +325,58 @@ def test_an_interrupted_grpo_stage_and_row_go_on_from_their_last_checkpoint(tmp_
         map_in_chunks(work, "row_x", items, evaluate, chunk=0)
     with pytest.raises(ValueError, match="kept for"):
         map_in_chunks(work, "row_x", items[:3], evaluate, chunk=2)
+
+
+def test_train_slices_keep_sft_gate_and_grpo_apart():
+    """Issue 54's split of the 2,304 train queries: SFT [:1792], the gate [1792:2048], GRPO [-256:]."""
+    from kbvqa.data import get_world
+    from kbvqa.molt.experiment import GRPO_QUERIES, grpo_tasks, train_slices
+
+    world = get_world(0)
+    train = world.kbvqa_train
+    parts = train_slices(world, MOLTExperimentConfig(sft_queries=1792, gate_queries=256))
+    assert [q.id for q in parts["sft"]] == [q.id for q in train[:1792]]
+    assert [q.id for q in parts["gate"]] == [q.id for q in train[1792:2048]]
+    assert [q.id for q in parts["grpo"]] == [q.id for q in train[-GRPO_QUERIES:]]
+    ids = [q.id for part in parts.values() for q in part]
+    assert len(ids) == len(set(ids)) == len(train)
+    assert {t.gold_id for t in grpo_tasks(world, MOLTExperimentConfig(), n=4)}          # GRPO reads its own part
+    assert train_slices(world, MOLTExperimentConfig())["gate"] == []                    # no gate: the committed run
+    with pytest.raises(ValueError, match="use at most 1792"):
+        train_slices(world, MOLTExperimentConfig(sft_queries=1793, gate_queries=256))
+    with pytest.raises(ValueError, match="gate_queries"):
+        MOLTExperimentConfig(gate_queries=-1)
+
+
+def test_a_failed_role_gate_stops_the_run_before_any_table_row(tmp_path, monkeypatch):
+    """The gate runs on held-out train queries right after the cold start; when the judge keeps the
+    incumbent it fails, no Tab. 5/6 row after it runs, and the log says why."""
+    import kbvqa.experiments.molt_training.run as run
+    from kbvqa.experiments.molt_training.work import WorkFolder, run_fingerprint
+
+    def keep_the_defender(judge, items, order, config, seed):
+        # every round goes to the defender: the gold wins only when it is the seed
+        out = []
+        for it in items:
+            seed_first = it.gold_rank == 5                    # weak-to-strong: the weakest (rank 5) is the seed
+            out.append({"query_id": it.query.id, "gold_rank": it.gold_rank, "chain_valid": True,
+                        "gt_rounds": 4 if seed_first else 0, "correct": seed_first, "output": ""})
+        return out
+
+    evaluated = []
+    monkeypatch.setattr(run, "load_vlm", lambda role: object())
+    monkeypatch.setattr(run, "train_cold_start", lambda world, config, log=None, work=None: object())
+    monkeypatch.setattr(run, "trained_model", lambda work, name, train, base, on_saved=None, **kw: train())
+    monkeypatch.setattr(run, "inference_copy", lambda vlm: vlm)
+    monkeypatch.setattr(run, "evaluate_one_shot", lambda *a: evaluated.append("one_shot") or [])
+    monkeypatch.setattr(run, "evaluate_one_pass",
+                        lambda judge, items, order, config, seed: evaluated.append(len(items)) or keep_the_defender(
+                            judge, items, order, config, seed))
+    config = MOLTExperimentConfig(limit=2, sft_queries=8, gate_queries=60)
+    work = WorkFolder(tmp_path, run_fingerprint(config, "test-judge"))
+    rows, log = run.run_experiment(config, work)
+    gate = log["gates"]["gate_sft"]
+    assert not gate["passed"] and gate["challenger"] == 0.0 and gate["defender"] == 1.0
+    assert "gate_sft failed" in log["stopped"] and "sft_tournament" not in rows
+    assert evaluated[-1] == 60 and work.rows("gate_sft") is not None
+    assert run_fingerprint(config, "j") != run_fingerprint(MOLTExperimentConfig(limit=2, sft_queries=8), "j")

@@ -41,7 +41,7 @@ from kbvqa.parsers import parse_candidate_number
 from kbvqa.prompts.formats import view_ref
 
 __all__ = ["ERRORS", "EvalItem", "MOLTExperimentConfig", "eval_sets", "evaluate_one_pass", "evaluate_one_shot",
-           "grpo_tasks", "item_schedule", "noisy_comparator", "scripted_records"]
+           "grpo_tasks", "item_schedule", "noisy_comparator", "scripted_records", "train_slices"]
 
 ERRORS = (0.05, 0.1, 0.2, 0.3)   # scripted comparators' error per round the ground truth plays
 TEACHERS = ("oracle", "model")   # who writes the cold start's transcripts (kbvqa.molt.sft)
@@ -66,6 +66,8 @@ class MOLTExperimentConfig:
     sft_roles: str = "teacher"    # SFTDataConfig.roles: "balanced" = the challenger wins the rounds between
                                   # negatives, so neither role wins more often (issue 54)
     sft_pairwise_per_query: int = 0  # SFTDataConfig.pairwise_per_query: pairwise examples, random order
+    gate_queries: int = 0         # issue 54's role gate on train queries no stage trains on (0: no gate, the
+                                  # committed run); the train split is cut into SFT | gate | GRPO (``train_slices``)
 
     def __post_init__(self):
         for name in ("limit", "sft_queries", "sft_steps", "grpo_steps", "prompts_per_step", "max_new_tokens"):
@@ -81,6 +83,8 @@ class MOLTExperimentConfig:
         if not self.gap >= 0 or not self.sft_lr > 0 or not self.grpo_lr > 0:
             raise ValueError("need gap >= 0, sft_lr > 0 and grpo_lr > 0")
         self.sft_data()                 # validates sft_roles and sft_pairwise_per_query
+        if not isinstance(self.gate_queries, int) or isinstance(self.gate_queries, bool) or self.gate_queries < 0:
+            raise ValueError(f"gate_queries must be an int >= 0, got {self.gate_queries!r}")
 
     def sft_data(self):
         """The ``SFTDataConfig`` of the cold-start set."""
@@ -207,7 +211,24 @@ def _judge_short() -> bool:
     return get_profile().short_prompts
 
 
-def grpo_tasks(world, config: MOLTExperimentConfig, n: int = 256) -> list:
+GRPO_QUERIES = 256                # the last train queries: GRPO's prompts (``grpo_tasks``)
+
+
+def train_slices(world, config: MOLTExperimentConfig) -> dict[str, list]:
+    """The train queries each stage reads, disjoint (issue 54): ``sft`` = the first ``sft_queries``,
+    ``gate`` = the ``gate_queries`` just before GRPO's (with 2,304: ``kbvqa_train[1792:2048]``), ``grpo``
+    = the last ``GRPO_QUERIES``. A split whose parts would overlap raises ``ValueError`` naming the sizes."""
+    train = list(world.kbvqa_train)
+    free = len(train) - GRPO_QUERIES - config.gate_queries
+    if config.sft_queries > free:
+        raise ValueError(f"sft_queries = {config.sft_queries} overlaps the gate's {config.gate_queries} and GRPO's "
+                         f"{GRPO_QUERIES} queries of the {len(train)} train queries: use at most {max(free, 0)}")
+    gate_end = len(train) - GRPO_QUERIES
+    return {"sft": train[: config.sft_queries], "gate": train[gate_end - config.gate_queries: gate_end],
+            "grpo": train[gate_end:]}
+
+
+def grpo_tasks(world, config: MOLTExperimentConfig, n: int = GRPO_QUERIES) -> list:
     """GRPO prompts: train queries' candidate sets with the weak-to-strong schedule (as inference)."""
 
     items = eval_sets(world, world.kbvqa_train[-n:], config.gap, config.seed)

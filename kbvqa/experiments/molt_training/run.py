@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import sys
 import time
 from dataclasses import asdict
@@ -28,7 +29,7 @@ from kbvqa.experiments.work import WorkFolder, map_in_chunks, stage_checkpointin
 from kbvqa.models.checkpoints import load_vlm, role_model
 from kbvqa.models.inference import inference_copy
 from kbvqa.models.vlm import VLM
-from kbvqa.molt.analysis import defender_win_share
+from kbvqa.molt.analysis import comparison_error, defender_win_share, role_gate
 from kbvqa.molt.experiment import (
     ERRORS,
     TEACHERS,
@@ -38,6 +39,7 @@ from kbvqa.molt.experiment import (
     evaluate_one_shot,
     grpo_tasks,
     scripted_records,
+    train_slices,
 )
 from kbvqa.molt.ladder import ORDERS
 from kbvqa.molt.results import RESULTS_DIR, print_table, summarise, write_results
@@ -62,7 +64,7 @@ def train_cold_start(world, config: MOLTExperimentConfig, vlm=None, log: dict | 
         if work is not None:
             work.save_data("sft_transcripts", {"seconds": round(saved["seconds"] + time.perf_counter() - t0, 1),
                                                "transcripts": written})
-    examples = build_sft_set(world, world.kbvqa_train[: config.sft_queries], config=config.sft_data(),
+    examples = build_sft_set(world, train_slices(world, config)["sft"], config=config.sft_data(),
                              teacher_model=vlm if config.teacher == "model" else None,
                              max_new_tokens=config.teacher_tokens, transcripts=saved["transcripts"] or None,
                              chunk=128, on_transcripts=keep_transcripts)
@@ -160,8 +162,38 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
         step("zero_shot_tournament", lambda part: evaluate_one_pass(base, part, "weak_to_strong", config, config.seed))
         del base
     no_proc_rows, full_rows = ["grpo_no_proc_tournament"], [f"grpo_full_{order}" for order in ORDERS]
+    gate_items = eval_sets(world, train_slices(world, config)["gate"], config.gap, config.seed)
+
+    def gate(name, judge) -> bool:
+        """Issue 54's gate on the held-out train queries: the one-pass judge's records there (kept in
+        ``work`` as row ``name``), ``role_gate`` and ``comparison_error`` (observed vs predicted) in
+        ``log["gates"][name]``. True when it passed (always True without ``gate_queries``)."""
+        if not gate_items:
+            return True
+        if name not in rows:
+            rows[name], seconds = map_in_chunks(work, f"row_{name}", gate_items, lambda part: evaluate_one_pass(
+                judge(), part, "weak_to_strong", config, config.seed), chunk=80)
+            if work is not None:
+                work.save_rows(name, rows[name])
+                work.drop_data(f"row_{name}")
+            log.setdefault("row_seconds", {})[name] = round(seconds, 1)
+        error = comparison_error(rows[name])
+        log.setdefault("gates", {})[name] = {**role_gate(rows[name], seed=config.seed),
+                                             "observed": error["observed"], "predicted": error["predicted"],
+                                             "eps": error["eps"]}
+        if work is not None:
+            work.save_log(log)
+        g = log["gates"][name]
+        print(f"  {name}: challenger {g['challenger']} vs defender {g['defender']} "
+              f"(difference {g['difference']}, 95 % [{g['low']}, {g['high']}]) -> "
+              f"{'passed' if g['passed'] else 'FAILED'}", flush=True)
+        return g["passed"]
+
     if pending("sft_tournament", *no_proc_rows, *full_rows):
         cold = trained("cold", lambda: train_cold_start(world, config, log=log, work=work))
+        if not gate("gate_sft", lambda: inference_copy(cold)):
+            log["stopped"] = "gate_sft failed: no Tab. 5/6 row runs (issue 54)"
+            return {name: rows[name] for name in rows if name.startswith("scripted_") or name in JUDGE_ROWS}, log
         kept = work.data("sft_transcripts") if work is not None else None
         if kept and "sft" in log and "teacher_defender_share" not in log["sft"]:    # a cold start of an older run
             log["sft"].update(teacher_defender_share([completion for completion, _ in kept["transcripts"]]))
@@ -182,6 +214,7 @@ def run_experiment(config: MOLTExperimentConfig, work: WorkFolder | None = None)
             for order in ORDERS:
                 step(f"grpo_full_{order}", lambda part, order=order: evaluate_one_pass(full, part, order, config,
                                                                                        config.seed))
+            gate("gate_grpo", lambda: full)          # measured again after GRPO and reported, pass or fail
     return {name: rows[name] for name in [n for n in rows if n.startswith("scripted_")] + JUDGE_ROWS}, log
 
 
@@ -197,6 +230,13 @@ def main(argv=None) -> dict:
                              "neither role wins more often (issue 54); 'teacher': the committed run's data")
     parser.add_argument("--sft-pairwise", type=non_negative_int, default=MOLTExperimentConfig.sft_pairwise_per_query,
                         help="rounds of each SFT ladder also given as a pairwise example in random order")
+    parser.add_argument("--sft-queries", type=positive_int, default=MOLTExperimentConfig.sft_queries,
+                        help="the first train queries the cold start's set is built from (issue 54: 1792)")
+    parser.add_argument("--sft-steps", type=positive_int, default=MOLTExperimentConfig.sft_steps,
+                        help="cold-start optimiser steps of 8 examples (issue 54: about 300)")
+    parser.add_argument("--gate-queries", type=non_negative_int, default=MOLTExperimentConfig.gate_queries,
+                        help="held-out train queries of issue 54's role gate, just before GRPO's 256 (0: no gate); "
+                             "a failed gate stops the run before any Tab. 5/6 row")
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
     parser.add_argument("--work", type=Path, default=default_work_root(),
@@ -210,13 +250,24 @@ def main(argv=None) -> dict:
     seed_everything(args.seed)
     try:
         config = MOLTExperimentConfig(limit=args.limit, seed=args.seed, teacher=args.teacher, sft_roles=args.sft_roles,
-                                      sft_pairwise_per_query=args.sft_pairwise)
+                                      sft_pairwise_per_query=args.sft_pairwise, sft_queries=args.sft_queries,
+                                      sft_steps=args.sft_steps, gate_queries=args.gate_queries)
+        train_slices(get_world(0), config)
     except ValueError as e:
         parser.error(str(e))
     work = WorkFolder(args.work, run_fingerprint(config, role_model("judge")), fresh=args.fresh)
     print(f"work folder: {work.dir}", flush=True)
     t0 = time.perf_counter()
     records, log = run_experiment(config, work)
+    if "stopped" in log:            # the gate failed: report it, and leave the committed tables alone
+        report = Path(args.out) / "gate.json"
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps({"stopped": log["stopped"], "gates": log["gates"], "config": asdict(config),
+                                      "training": log, "provenance": provenance(
+                                          args.seed, model=role_model("judge"),
+                                          wall_seconds=round(time.perf_counter() - t0, 1))}, indent=1) + "\n")
+        print(f"{log['stopped']}; the gate's report is in {report}", flush=True)
+        return {"stopped": log["stopped"], "gates": log["gates"]}
     command = "python -m kbvqa.experiments.molt_training " + " ".join(argv if argv is not None else sys.argv[1:])
     results = summarise(records, config=asdict(config), training=log,
                         provenance=provenance(args.seed, model=role_model("judge"),

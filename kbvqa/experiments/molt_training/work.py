@@ -30,7 +30,7 @@ def default_work_root() -> Path:
 def run_fingerprint(config, judge: str) -> str:
     """What every stage depends on: the experiment's settings and the judge's weights (``role_model``)."""
     settings = asdict(config)
-    for name, default in (("sft_roles", "teacher"), ("sft_pairwise_per_query", 0)):   # later options: the
-        if settings.get(name) == default:                                             # runs before them
-            settings.pop(name)                                                        # keep their folders
+    for name, default in (("sft_roles", "teacher"), ("sft_pairwise_per_query", 0), ("gate_queries", 0)):  # later
+        if settings.get(name) == default:         # options: the runs before them keep their folders
+            settings.pop(name)
     return work_fingerprint({"config": settings, "judge": judge})
