@@ -359,3 +359,64 @@ def test_the_pipeline_rows_follow_the_evidence_they_read_wherever_it_lies(tmp_pa
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"fingerprint": "another critic", "critic_model": "x", "queries": {}}))
     assert row_fingerprint(ROWS[0], other) != row_fingerprint(ROWS[0])
+
+
+def test_heldout_train_queries_reach_no_training_stage():
+    """Issue 53: the last ``heldout_train`` train queries feed no critic tuple, no SFT or cold-start
+    example and no GRPO prompt; 0 keeps the committed streams."""
+    from kbvqa.data import get_world
+    from kbvqa.reag import cold_start_examples
+    from kbvqa.reag.critic_train import CriticTrainConfig, critic_training_examples
+    from kbvqa.reag.ladder import LadderConfig, heldout_queries, trained_on
+
+    world = get_world(0)
+    config = LadderConfig(heldout_train=200)
+    held = {q.id for q in heldout_queries(world, config)}
+    assert len(held) == 200 and held == {q.id for q in world.kbvqa_train[-200:]}
+    assert not held & {q.id for q in trained_on(world, config)}
+    asked = {e.meta.get("query_ids", [None])[0] for e in critic_training_examples(
+        world, 400, CriticTrainConfig(heldout_train=200))}
+    assert asked and not asked & held
+    everyone = {e.meta.get("query_ids", [None])[0] for e in critic_training_examples(world, 3000, CriticTrainConfig())}
+    assert everyone & held                                       # without it the stream does ask about them
+    cold = cold_start_examples(world, 300, queries=trained_on(world, config))
+    assert not {e.meta["query_ids"][0] for e in cold} & held
+    assert heldout_queries(world, LadderConfig()) == [] and len(trained_on(world, LadderConfig())) == 2304
+    with pytest.raises(ValueError, match="use at most"):
+        trained_on(world, LadderConfig(heldout_train=2000))
+    with pytest.raises(ValueError, match="heldout_train"):
+        LadderConfig(heldout_train=-1)
+
+
+def test_retrieval_depth_switches_only_when_the_generator_drowns(monkeypatch):
+    """k = 20 is taken only when accuracy given the evidence falls by >= 5 points with an interval
+    below 0; a flat result keeps the smaller k."""
+    import kbvqa.reag.ladder as ladder
+    from kbvqa.reag.ladder import LadderConfig, retrieval_depth
+
+    class Q:
+        def __init__(self, i):
+            self.id = f"q{i}"
+
+    queries = [Q(i) for i in range(40)]
+
+    def run(correct_at):
+        def fake_retrieve(world, qs, critic, cfg, retriever=None):
+            return {"k": cfg.k}
+
+        def fake_evaluate(generator, world, qs, evidence, rung, cfg):
+            assert rung.name == "coarse" and not rung.critic
+            return [{"correct": correct_at(evidence["k"], i), "evidence_in": i % 10 != 0,
+                     "passages": 8 * evidence["k"]} for i in range(len(qs))]
+        monkeypatch.setattr(ladder, "retrieve_evidence", fake_retrieve)
+        monkeypatch.setattr(ladder, "evaluate", fake_evaluate)
+        return retrieval_depth(None, None, queries, LadderConfig(), retriever_for=lambda k: None)["summary"]
+
+    drowns = run(lambda k, i: k == 5 or i % 2 == 0)               # k = 20 loses half of them
+    assert drowns["evidence_in_all"] == 36 and drowns["switch"] is True
+    assert drowns["given_evidence"][5] == 1.0 and drowns["difference"]["high"] < 0
+    assert drowns["passages"] == {5: 40, 20: 160}
+    flat = run(lambda k, i: i % 3 != 0)
+    assert flat["switch"] is False and flat["difference"]["mean"] == 0
+    with pytest.raises(ValueError, match="two or more"):
+        retrieval_depth(None, None, queries, LadderConfig(), ks=(5,))

@@ -73,6 +73,8 @@ class CriticTrainConfig:
     image_size: int | None | str = PROFILE_DEFAULT  # cpu: 56 px (tiny) or 112 (reader), by role; gpu: native
     naming_rate: float = 0.0         # share of naming tuples ("Which creature is this <family>?" over a
                                      # knowledge-base picture of ANY creature, issue 53); 0: the committed stream
+    heldout_train: int = 0           # the last train queries no critic tuple asks about (issue 53's held-out
+                                     # questions, ``kbvqa.reag.ladder.heldout_queries``); 0: the committed stream
     threads: int = 1                 # torch threads (the book's machines share 2 cores)
     log_every: int = 10              # curve["smoothed"] window and progress-bar refresh
     checkpoint_every: int = 0        # steps between calls of train_critic's on_checkpoint (0: never)
@@ -93,6 +95,8 @@ class CriticTrainConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        if not isinstance(self.heldout_train, int) or isinstance(self.heldout_train, bool) or self.heldout_train < 0:
+            raise ValueError(f"heldout_train must be an int >= 0, got {self.heldout_train!r}")
         if self.lora is not None and not isinstance(self.lora, dict):
             raise ValueError(f"lora must be None or a dict of add_lora arguments, got {self.lora!r}")
         check_checkpoint_every(self.checkpoint_every)
@@ -110,12 +114,18 @@ def _task_config(config: CriticTrainConfig):
 def critic_training_examples(world, n: int, config: CriticTrainConfig | None = None, start: int = 0,
                              split: str = "kbvqa_train") -> list:
     """Examples ``start .. start + n - 1`` of the seeded critic stream (``kbvqa.prompts.formats.Example``;
-    ``completion`` is "Yes"/"No", ``meta["negative_kind"]`` is "", "hard" or "soft")."""
+    ``completion`` is "Yes"/"No", ``meta["negative_kind"]`` is "", "hard" or "soft"). With
+    ``config.heldout_train`` the last that many queries of the split are never asked about."""
 
     config = config or CriticTrainConfig()
     if n < 0 or start < 0:
         raise ValueError(f"n and start must be >= 0, got n={n}, start={start}")
     queries = list(getattr(world, split))
+    if config.heldout_train:
+        if config.heldout_train >= len(queries):
+            raise ValueError(f"heldout_train = {config.heldout_train} leaves no query of world.{split} "
+                             f"({len(queries)}) to train on")
+        queries = queries[: -config.heldout_train]
     if not queries:
         raise ValueError(f"world.{split} is empty")
     cfg, out = _task_config(config), []

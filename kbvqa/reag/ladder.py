@@ -44,10 +44,12 @@ from kbvqa.reag.critic import Critic, CriticConfig, check_threshold, generator_p
 from kbvqa.reag.ladder_train import (  # noqa: F401
     committed_model,
     copy_vlm,
+    heldout_queries,
     shipped_generators,
     shipped_model,
     train_generator,
     train_ladder_critic,
+    trained_on,
 )
 from kbvqa.reag.results import CHEAP_RUNGS, ORACLE_RUNGS, RUNG_BY_NAME, RUNGS, Rung
 from kbvqa.reag.rewards import format_reward
@@ -83,6 +85,8 @@ class LadderConfig:
     grpo_lr: float = 2e-5         # (ReAG: 1e-6)
     max_new_tokens: int = 96      # generation cap, evaluation and GRPO
     batch_size: int = 16          # prompts per generate call
+    heldout_train: int = 0        # the last train queries no stage trains on (issue 53: 200, for the cold-start
+                                  # gate and the retrieval-depth check); 0: the committed run's data
 
     def __post_init__(self):
         ints = ("limit", "critic_steps", "sft_steps", "cold_steps", "train_examples", "grpo_steps",
@@ -100,6 +104,8 @@ class LadderConfig:
         if not 0.0 < check_threshold(self.threshold) < 1.0:
             raise ValueError(f"the ladder's critic threshold must lie in (0, 1), got {self.threshold!r}: 0 keeps "
                              "every passage (the coarse rung, no critic) and 1 none")
+        if not isinstance(self.heldout_train, int) or isinstance(self.heldout_train, bool) or self.heldout_train < 0:
+            raise ValueError(f"heldout_train must be an int >= 0, got {self.heldout_train!r}")
         if self.traces not in TRACE_SOURCES:
             raise ValueError(f"traces must be one of {TRACE_SOURCES}, got {self.traces!r}")
 
@@ -180,6 +186,50 @@ def evaluate(generator, world, queries, evidence: dict, rung: Rung, config: Ladd
                         "format": float(format_reward(text)), "passages": len(ps),
                         "evidence_in": bool(set(ps) & set(q.evidence_ids)), "output": text[:400]})
     return records
+
+
+DEPTH_SWITCH = 0.05                # issue 53: k = 20 only when accuracy given the evidence drops this much
+
+
+def retrieval_depth(generator, world, queries, config: LadderConfig, ks: Sequence[int] = (5, 20),
+                    retriever_for=None) -> dict:
+    """Issue 53's check of the paper's k = 20: the coarse rung (every retrieved passage, no critic) at
+    each ``k`` pages on ``queries`` (held-out train queries, never test ones), and, on the queries
+    whose evidence is retrieved at every ``k``, the accuracy at the largest ``k`` minus the smallest
+    with a paired 95 % bootstrap interval. ``switch`` is True when that difference is <= -DEPTH_SWITCH
+    and its interval excludes 0 (the generator drowns in the extra passages); else the ladder keeps
+    the smallest ``k``. ``retriever_for(k)`` builds the retriever (default ``ladder_retriever``)."""
+    from dataclasses import replace
+
+    from kbvqa.metrics.intervals import paired_bootstrap
+
+    ks = sorted({int(k) for k in ks})
+    if len(ks) < 2 or ks[0] < 1:
+        raise ValueError(f"ks needs two or more depths >= 1, got {ks!r}")
+    if not queries:
+        raise ValueError("retrieval_depth needs at least one query")
+    coarse = RUNG_BY_NAME["coarse"]
+    by_k = {}
+    for k in ks:
+        cfg = replace(config, k=k)
+        retriever = retriever_for(k) if retriever_for is not None else ladder_retriever(world, cfg)
+        evidence = retrieve_evidence(world, queries, None, cfg, retriever=retriever)
+        by_k[k] = evaluate(generator, world, queries, evidence, coarse, cfg)
+    small, large = by_k[ks[0]], by_k[ks[-1]]
+    both = [i for i in range(len(queries)) if all(by_k[k][i]["evidence_in"] for k in ks)]
+    summary = {"ks": ks, "n": len(queries), "evidence_in_all": len(both),
+               "passages": {k: sum(r["passages"] for r in by_k[k]) / len(queries) for k in ks},
+               "recall": {k: sum(r["evidence_in"] for r in by_k[k]) / len(queries) for k in ks},
+               "accuracy": {k: sum(bool(r["correct"]) for r in by_k[k]) / len(queries) for k in ks}}
+    if both:
+        diff = paired_bootstrap([bool(large[i]["correct"]) for i in both], [bool(small[i]["correct"]) for i in both],
+                                seed=config.seed)
+        summary["given_evidence"] = {k: sum(bool(by_k[k][i]["correct"]) for i in both) / len(both) for k in ks}
+        summary["difference"] = {"mean": diff.diff, "low": diff.low, "high": diff.high}
+        summary["switch"] = diff.diff <= -DEPTH_SWITCH and diff.high < 0
+    else:
+        summary["given_evidence"], summary["difference"], summary["switch"] = None, None, False
+    return {"summary": summary, "records": {k: by_k[k] for k in ks}}
 
 
 # ------------------------------------------------------------------------------ the run

@@ -39,6 +39,23 @@ from kbvqa.reag.rewards import reag_grpo_rewards
 from kbvqa.reag.traces import checked_trace, grpo_prompts, write_traces
 from kbvqa.rl import GRPOConfig, SFTConfig, grpo_train, sft_train
 
+GRPO_POOL = 400                   # GRPO's prompts: the first train queries (``train_generator``)
+
+
+def trained_on(world, config) -> list:
+    """The train queries the critic, the SFT and the cold start read: all but the ``heldout_train`` last."""
+    train = list(world.kbvqa_train)
+    if config.heldout_train > len(train) - GRPO_POOL:
+        raise ValueError(f"heldout_train = {config.heldout_train} reaches GRPO's first {GRPO_POOL} of the "
+                         f"{len(train)} train queries: use at most {len(train) - GRPO_POOL}")
+    return train[: len(train) - config.heldout_train]
+
+
+def heldout_queries(world, config) -> list:
+    """The ``heldout_train`` last train queries, which no training stage reads (issue 53)."""
+    trained_on(world, config)
+    return list(world.kbvqa_train[len(world.kbvqa_train) - config.heldout_train:]) if config.heldout_train else []
+
 
 def train_ladder_critic(world, config, vlm=None, work=None):
     """The critic of the ladder: ``config.critic_steps`` of ``kbvqa.reag.critic_train`` from the shipped
@@ -47,7 +64,7 @@ def train_ladder_critic(world, config, vlm=None, work=None):
     (``kbvqa.models.inference``)."""
 
     cfg = CriticTrainConfig(steps=config.critic_steps, batch_size=16, seed=config.seed, hard_rate=0.7,
-                            checkpoint_every=10 if work is not None else 0)
+                            checkpoint_every=10 if work is not None else 0, heldout_train=config.heldout_train)
 
     def train():
         checkpointing, _ = stage_checkpointing(work, "critic")
@@ -62,7 +79,8 @@ def training_examples(world, config, traces: bool, work=None, log: dict | None =
     by the ``reag_generator`` role's model when ``config.traces == "model"``: ``model_traces``) or the
     answer alone (``<answer>y</answer>``, the "SFT" rung)."""
 
-    examples = cold_start_examples(world, config.train_examples, seed=config.seed, cfg=role_mix_config("rl_policy"))
+    examples = cold_start_examples(world, config.train_examples, seed=config.seed, cfg=role_mix_config("rl_policy"),
+                                   queries=trained_on(world, config) if config.heldout_train else None)
     if traces:
         if config.traces == "model":
             return model_traces(world, examples, config, work=work, log=log)
@@ -151,7 +169,7 @@ def train_generator(kind: str, world, config, base=None, log: dict | None = None
     elif kind == "rl":
         if base is None:
             vlm = train_generator("cold_start", world, config, log=log)
-        pool = list(world.kbvqa_train[:400])
+        pool = trained_on(world, config)[:GRPO_POOL]
         cfg = GRPOConfig(group_size=config.group_size, prompts_per_step=config.prompts_per_step,
                          steps=config.grpo_steps, max_new_tokens=config.max_new_tokens, lr=config.grpo_lr,
                          seed=config.seed, progress=False, checkpoint_every=2 if work is not None else 0)

@@ -48,12 +48,15 @@ def rung_fingerprint(rung: Rung, config: LadderConfig) -> str:
         fields += ["traces", "trace_tokens"]
     if rung.generator == "rl":
         fields += ["grpo_steps", "group_size", "prompts_per_step", "grpo_lr"]
+    if config.heldout_train and not rung.oracle:             # 0: the committed runs' fingerprints
+        fields += ["heldout_train"]
     return f"{rung.name}:{config.fingerprint(*fields)}:" + ",".join(sorted(set(ladder_models().values())))
 
 
 def work_name(config: LadderConfig) -> str:
     """The work folder's name: every setting but the number of evaluated queries, and the roles' models."""
-    return work_fingerprint({"config": {k: v for k, v in asdict(config).items() if k != "limit"},
+    return work_fingerprint({"config": {k: v for k, v in asdict(config).items()
+                                        if k != "limit" and not (k == "heldout_train" and v == 0)},
                              "models": ladder_models()})
 
 
