@@ -120,3 +120,25 @@ def test_gate_letter_read_agrees_with_completion_logprobs(world):
         scores = completion_logprobs(vlm, [e.prompt] * len(letters), [f"{prefix} {x}" for x in letters]).logprobs
         last = torch.stack([row[row != 0][-1] for row in scores])
         assert rec["pick"] == letters[int(last.argmax())]
+
+
+def test_the_card_gets_the_adapter_rows_and_keeps_everything_else(tmp_path):
+    import json
+
+    from kbvqa.config import DATA_DIR
+    from kbvqa.experiments.rcts_letter_binding.run import write_card
+
+    card = tmp_path / "card.json"
+    card.write_text((DATA_DIR / "reader" / "card.json").read_text())
+    before = json.loads(card.read_text())
+    row = {"accuracy": 0.5, "n": 4, "interval95": [0.1, 0.9], "text_accuracy": 0.75}
+    results = {"rows": {k: dict(row, accuracy=a) for k, a in (
+        ("card_before", 0.25), ("card_after", 0.75), ("gate_plain_after", 0.95), ("gate_context_after", 0.85))},
+        "gate_met": {"gate_plain_after": True, "gate_context_after": False},
+        "provenance": {"git_commit": "abc", "date": "2026-12-07"}}
+    write_card(results, card)
+    after = json.loads(card.read_text())
+    entry = after.pop("role_adapters")["rcts_generator"]
+    assert after == before
+    assert entry["mc_3_same_rule_acc"] == 0.75 and entry["mc_3_same_rule_acc_without_adapter"] == 0.25
+    assert entry["letter_given_rationale"] == 0.95 and entry["gate_met"] is False

@@ -118,14 +118,45 @@ def run(plan: dict, out: Path, work_root: Path, threads: int) -> dict:
     return results
 
 
+def card_entry(results: dict) -> dict:
+    """The adapter's rows for the reader's card (issue 52: "Report mc_3_same_rule_acc with this adapter
+    in the card"), beside its fp32 ``evaluation``, which keeps the dataset's letter-first format."""
+    rows = results["rows"]
+    return {"adapter": f"data/experiments/{PART}/models/generator.pt", "role": "generator (RCTS)",
+            "format": "plain knowledge base, '<rationale> So the answer is <text>. The answer is X.'",
+            "mc_3_same_rule_acc": rows["card_after"]["accuracy"],
+            "mc_3_same_rule_acc_without_adapter": rows["card_before"]["accuracy"],
+            "mc_3_same_rule_text_acc": rows["card_after"].get("text_accuracy"),
+            "letter_given_rationale": rows["gate_plain_after"]["accuracy"],
+            "letter_given_rationale_with_context": rows["gate_context_after"]["accuracy"],
+            "n": {"mc_3_same_rule": rows["card_after"]["n"], "letter_given_rationale": rows["gate_plain_after"]["n"]},
+            "gate_met": all(results["gate_met"].values()), "git_commit": results["provenance"].get("git_commit"),
+            "date": results["provenance"].get("date")}
+
+
+def write_card(results: dict, card_path: Path) -> None:
+    """``card["role_adapters"]["rcts_generator"]`` = ``card_entry(results)``; nothing else changes."""
+    card = json.loads(card_path.read_text())
+    card.setdefault("role_adapters", {})["rcts_generator"] = card_entry(results)
+    card_path.write_text(json.dumps(card, indent=1) + "\n")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m kbvqa.experiments.{PART}", description=__doc__)
     parser.add_argument("--out", type=Path, default=OUT, help="folder with plan.json; results.json goes there")
     parser.add_argument("--work", type=Path, default=None, help="work folder root (default: the cache)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--card", type=Path, default=DATA_DIR / "reader" / "card.json",
+                        help="the reader's card, given the adapter's rows (role_adapters.rcts_generator)")
+    parser.add_argument("--card-only", action="store_true",
+                        help="only copy the committed results' rows into the card (no model is loaded)")
     args = parser.parse_args(argv)
+    if args.card_only:
+        write_card(json.loads((args.out / "results.json").read_text()), args.card)
+        return
     plan = load_plan(args.out)
     if plan is None:
         parser.exit(2, f"{args.out / 'plan.json'}: no plan; commit one first (kbvqa.experiments.plans)\n")
     results = run(plan, args.out, args.work or default_work_root(PART), args.threads)
+    write_card(results, args.card)
     print(json.dumps({k: v["accuracy"] for k, v in results["rows"].items()}))
