@@ -299,6 +299,9 @@ def test_reward_decoding_keeps_the_line_without_a_context_and_refuses_a_newline_
     assert reward_generation(cfg, False) == {"max_new_tokens": 8, "stop": ["\n"]}
     assert reward_generation(cfg, True) == {"max_new_tokens": 96, "stop": ["BECAUSE"]}
     assert reward_generation(RCTSConfig(), True) == {"max_new_tokens": 8, "stop": ["\n"]}
+    # over a plain knowledge base the letter comes last with or without a context (issue 52)
+    assert reward_generation(cfg, False, rationale_first=True) == {"max_new_tokens": 96, "stop": ["BECAUSE"]}
+    assert reward_generation(RCTSConfig(), False, rationale_first=True) == {"max_new_tokens": 8, "stop": ["\n"]}
     for bad in (dict(reward_decoding="answer", reward_answer_stop=("\n",)), dict(reward_decoding="all"),
                 dict(reward_answer_max_new_tokens=0)):
         with pytest.raises(ValueError):

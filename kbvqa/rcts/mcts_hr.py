@@ -173,10 +173,12 @@ def expansion_probabilities(scores: Sequence[float], rule: str = "paper") -> np.
     return w / w.sum() if w.sum() > 0 else np.full(s.size, 1.0 / s.size)
 
 
-def reward_generation(config: RCTSConfig, with_context: bool) -> dict:
+def reward_generation(config: RCTSConfig, with_context: bool, rationale_first: bool = False) -> dict:
     """``max_new_tokens`` and ``stop`` of the reward samples (Eq. 7-8) for prompts with or without a
-    reasoning context, by ``config.reward_decoding`` (see ``RCTSConfig``)."""
-    if config.reward_decoding == "answer" and with_context:
+    reasoning context, by ``config.reward_decoding`` (see ``RCTSConfig``). ``rationale_first``: the
+    response format over a plain knowledge base ("<reasoning> ... The answer is X.", issue 52) puts the
+    letter last with or without a context, so "answer" decoding then applies to every prompt."""
+    if config.reward_decoding == "answer" and (with_context or rationale_first):
         return {"max_new_tokens": config.reward_answer_max_new_tokens, "stop": list(config.reward_answer_stop) or None}
     return {"max_new_tokens": config.reward_max_new_tokens, "stop": list(config.reward_stop) or None}
 
@@ -221,7 +223,8 @@ class SearchState:
             [(resp, [self.examples[a] for a in leaf.actions]) for leaf, resp in leaves], self.examples,
             alpha=cfg.alpha, n_self=cfg.n_self, n_mutual=cfg.n_mutual, mutual=cfg.mutual,
             n_refs=cfg.n_mutual_refs, counter=self.counter, temperature=cfg.temperature,
-            **reward_generation(cfg, getattr(self.builder, "with_context", False)), seed=self._seed(),
+            **reward_generation(cfg, getattr(self.builder, "with_context", False),
+                                getattr(self.builder, "plain_kb", False)), seed=self._seed(),
             batch_size=cfg.batch_size, share_prefix=cfg.share_prefix)
         for (leaf, resp), score, sel in zip(leaves, scores, selected):
             index = len(self.records)
