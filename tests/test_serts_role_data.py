@@ -60,3 +60,44 @@ def test_discoverable_names_and_bad_arguments(world):
     with pytest.raises(ValueError, match="max_abstracts"):
         RoleDataConfig(max_abstracts=0)
     assert shown(["a", "b", "c"], 2) == ["b", "c"] and shown(["a"], None) == ["a"]
+
+
+class CannedVLM:
+    """Answers every prompt with ``reply(prompt_index)``."""
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    def generate(self, prompts, **kwargs):
+        return [[self.reply(i)] for i in range(len(prompts))]
+
+
+def test_the_card_measures_reward_a_proposer_that_carries_the_shown_name(world):
+    from kbvqa.serts.role_data import evaluate_proposer, heldout_examples
+
+    examples = heldout_examples(world, "proposer", 30)
+    heldout = {q.id for q in lit_question_split(world)[1]}
+    assert all(e.meta["query_ids"][0] in heldout for e in examples)
+    by_id = {q.id: q for q in world.lit_questions}
+
+    def carry(i):
+        e = examples[i]
+        return f"x <query>{' '.join([by_id[e.meta['query_ids'][0]].question] + e.meta['names'])}</query>"
+    carried = evaluate_proposer(CannedVLM(carry), world, examples)
+    plain = evaluate_proposer(CannedVLM(lambda i: "no tag at all"), world, examples)
+    assert plain["well_formed"] == 0 and plain["recall_gain"] == 0          # the question itself is searched
+    assert carried["well_formed"] == 1 and carried["names_carried"] == 1
+    assert carried["recall_gain"] > 0
+
+
+def test_the_grader_measure_is_the_rank_correlation_with_the_rubric(world):
+    from kbvqa.serts.role_data import evaluate_grader, heldout_examples, spearman
+
+    examples = heldout_examples(world, "grader", 30)
+    exact = evaluate_grader(CannedVLM(lambda i: f"ok <score>{examples[i].meta['score']}</score>"), world, examples)
+    assert exact["spearman"] == pytest.approx(1.0) and exact["exact"] == 1 and exact["parsed"] == 1
+    flat = evaluate_grader(CannedVLM(lambda i: "<score>3</score>"), world, examples)
+    assert flat["spearman"] is None and flat["parsed"] == 1
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        spearman([1], [1])

@@ -20,6 +20,10 @@ that, on the *training* questions only (``lit_question_split(world)[0]``):
   App. A's rubric on that set (``grade_text``), for queries of five kinds (bare, good, partial,
   discovered, unrelated).
 - ``role_examples(world, role, n, config)``: ``n`` seeded examples of one role.
+- ``evaluate_proposer`` / ``evaluate_grader``: the card rows on *held-out* questions, in the same
+  prompts: ``serts_query_recall_gain_ancestors`` (BM25 recall@k of the parsed proposal minus the
+  question's own) with the share well formed, and ``serts_grade_rubric_spearman`` (Spearman's rank
+  correlation of the parsed grade with App. A's rubric on the graded set) with the share parsed.
 
 Leaves out: training (``kbvqa.rl.sft_train`` on these), the search (``search.py``), the corpus (``kbvqa.data``).
 """
@@ -40,8 +44,8 @@ from kbvqa.models.pretrain_mc_lit import (
 from kbvqa.prompts.formats import Example
 from kbvqa.serts.prompts import evaluator_prompt, proposer_prompt
 
-__all__ = ["ROLES", "RoleDataConfig", "ancestor_path", "discoverable_names", "grader_example", "proposer_example",
-           "role_examples"]
+__all__ = ["ROLES", "RoleDataConfig", "ancestor_path", "discoverable_names", "evaluate_grader", "evaluate_proposer",
+           "grader_example", "proposer_example", "role_examples"]
 
 ROLES = ("proposer", "grader")
 GRADE_KINDS = ("bare", "good", "partial", "discovered", "unrelated")
@@ -138,3 +142,85 @@ def role_examples(world, role: str, n: int, config: RoleDataConfig | None = None
         rng = random.Random(f"serts_role:{config.seed}:{role}:{i}")
         out.append(make(world, rng.choice(pool), rng, config, pool))
     return out
+
+
+def heldout_examples(world, role: str, n: int, config: RoleDataConfig | None = None) -> list[Example]:
+    """``role_examples`` on the first ``n`` held-out questions (``lit_question_split(world)[1]``), one each,
+    seeded by the question's position: the evaluation set of the card rows."""
+    config = config or RoleDataConfig()
+    heldout = lit_question_split(world)[1]
+    if not isinstance(n, int) or not 1 <= n <= len(heldout):
+        raise ValueError(f"n must be an int in [1, {len(heldout)}] (the held-out questions), got {n!r}")
+    make = proposer_example if role == "proposer" else grader_example
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    return [make(world, q, random.Random(f"serts_role_eval:{config.seed}:{role}:{i}"), config,
+                 lit_question_split(world)[0]) for i, q in enumerate(heldout[:n])]
+
+
+def _greedy(vlm, examples, max_new_tokens: int, batch_size: int) -> list[str]:
+    return [o[0] for o in vlm.generate([e.prompt for e in examples], temperature=0, max_new_tokens=max_new_tokens,
+                                       batch_size=batch_size)]
+
+
+def evaluate_proposer(vlm, world, examples: list[Example], config: RoleDataConfig | None = None,
+                      max_new_tokens: int = 64, batch_size: int = 8) -> dict:
+    """Greedy proposals; recall@top_k of BM25 on the parsed query and on the question, their gain,
+    the share well formed, the share that name a discoverable name, per-question records."""
+    from kbvqa.serts.prompts import parse_proposer_output
+
+    config = config or RoleDataConfig()
+    by_id = {q.id: q for q in world.lit_questions}
+    records = []
+    for e, out in zip(examples, _greedy(vlm, examples, max_new_tokens, batch_size)):
+        q = by_id[e.meta["query_ids"][0]]
+        parsed = parse_proposer_output(out, q.question)
+        gold = set(q.gold_doc_ids)
+        ours = len(set(bm25_search(world, parsed.query, config.top_k)) & gold) / len(gold)
+        base = len(set(bm25_search(world, q.question, config.top_k)) & gold) / len(gold)
+        records.append({"query_id": q.id, "output": out, "query": parsed.query, "well_formed": parsed.well_formed,
+                        "recall": ours, "question_recall": base,
+                        "names_used": [n for n in e.meta["names"] if n.lower() in parsed.query.lower()],
+                        "names_shown": e.meta["names"]})
+    n = max(1, len(records))
+    shown_any = [r for r in records if r["names_shown"]]
+    return {"recall_gain": sum(r["recall"] - r["question_recall"] for r in records) / n,
+            "recall": sum(r["recall"] for r in records) / n, "well_formed": sum(r["well_formed"] for r in records) / n,
+            "names_carried": (sum(bool(r["names_used"]) for r in shown_any) / len(shown_any)) if shown_any else None,
+            "n": len(records), "records": records}
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rank correlation with average ranks for ties; None when either side is constant."""
+    import numpy as np
+
+    def ranks(x):
+        x = np.asarray(x, dtype=float)
+        order = x.argsort(kind="stable")
+        r = np.empty(len(x))
+        r[order] = np.arange(len(x), dtype=float)
+        for value in np.unique(x):
+            r[x == value] = r[x == value].mean()
+        return r
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"spearman needs two equal lists of >= 2 values, got {len(a)} and {len(b)}")
+    ra, rb = ranks(a), ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def evaluate_grader(vlm, world, examples: list[Example], max_new_tokens: int = 64, batch_size: int = 8) -> dict:
+    """Greedy grades; Spearman of the parsed score (unparsed: 0, SeRTSConfig.missing_score) against
+    App. A's rubric on the graded set, the share parsed, per-question records."""
+    from kbvqa.serts.prompts import parse_evaluator_output
+
+    records = []
+    for e, out in zip(examples, _greedy(vlm, examples, max_new_tokens, batch_size)):
+        parsed = parse_evaluator_output(out)
+        records.append({"query_id": e.meta["query_ids"][0], "output": out, "score": parsed.score,
+                        "parsed": parsed.score_parsed, "rubric": e.meta["score"], "kind": e.meta["query_kind"]})
+    n = max(1, len(records))
+    rho = spearman([r["score"] for r in records], [r["rubric"] for r in records]) if len(records) > 1 else None
+    return {"spearman": rho, "parsed": sum(r["parsed"] for r in records) / n,
+            "exact": sum(r["score"] == r["rubric"] for r in records) / n, "n": len(records), "records": records}
