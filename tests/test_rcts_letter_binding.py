@@ -135,10 +135,34 @@ def test_the_card_gets_the_adapter_rows_and_keeps_everything_else(tmp_path):
     results = {"rows": {k: dict(row, accuracy=a) for k, a in (
         ("card_before", 0.25), ("card_after", 0.75), ("gate_plain_after", 0.95), ("gate_context_after", 0.85))},
         "gate_met": {"gate_plain_after": True, "gate_context_after": False},
-        "provenance": {"git_commit": "abc", "date": "2026-12-07"}}
+        "provenance": {"git_commit": "abc", "date": "2026-12-07"}, "part": "rcts_letter_binding"}
     write_card(results, card)
     after = json.loads(card.read_text())
     entry = after.pop("role_adapters")["rcts_generator"]
     assert after == before
     assert entry["mc_3_same_rule_acc"] == 0.75 and entry["mc_3_same_rule_acc_without_adapter"] == 0.25
     assert entry["letter_given_rationale"] == 0.95 and entry["gate_met"] is False
+    assert entry["adapter"] == "data/experiments/rcts_letter_binding/models/generator.pt"
+
+
+def test_the_letter_weight_splits_the_response_at_its_closing_letter():
+    """``letter_weight``: Eq. 5's answer part is the closing "The answer is X." (SFTConfig.answer_marker),
+    the rationale before it the trace; without it every token is the answer (the first pilot)."""
+    from transformers import AutoTokenizer
+
+    from kbvqa.reader import base as reader_base
+    from kbvqa.rl.sft import split_tokens
+
+    try:
+        tok = AutoTokenizer.from_pretrained(reader_base.base_dir(), local_files_only=True)
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    text = "Look: it has dots. So the answer is a hum. The answer is B."
+    ids, flags = split_tokens(tok, text, marker=ANSWER_LEAD)
+    answer = tok.decode([i for i, f in zip(ids, flags) if f])
+    assert answer.strip() == "The answer is B." and not all(flags) and any(flags)
+    assert all(split_tokens(tok, text)[1])                                # no marker: all answer
+    assert split_tokens(tok, "<think>x</think><answer>y</answer>", marker=ANSWER_LEAD) == split_tokens(
+        tok, "<think>x</think><answer>y</answer>")                          # absent marker: ReAG's tags
+    with pytest.raises(ValueError, match="letter_weight"):
+        LetterBindingConfig(letter_weight=0)

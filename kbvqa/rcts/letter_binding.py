@@ -58,6 +58,9 @@ class LetterBindingConfig:
     lora_r: int = 16
     seed: int = 0
     checkpoint_every: int = 25
+    letter_weight: float | None = None  # Eq. 5's alpha on the closing "The answer is X." (the rationale gets
+                                        # 1 - alpha; ``SFTConfig.answer_marker``); None: one token mean over the
+                                        # whole response (the first pilot, where the letter is 1 token of ~45)
 
     def __post_init__(self):
         for name in ("context_share", "replay_share"):
@@ -66,6 +69,8 @@ class LetterBindingConfig:
                 raise ValueError(f"LetterBindingConfig.{name} must be in [0, 1], got {value!r}")
         if not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"LetterBindingConfig.k must be an int >= 1, got {self.k!r}")
+        if self.letter_weight is not None and not 0 < self.letter_weight <= 1:
+            raise ValueError(f"LetterBindingConfig.letter_weight must be None or in (0, 1], got {self.letter_weight!r}")
         if len(self.example_mix) != 3 or min(self.example_mix) < 0 or sum(self.example_mix) <= 0:
             raise ValueError(f"LetterBindingConfig.example_mix needs three weights >= 0, got {self.example_mix!r}")
 
@@ -188,13 +193,16 @@ def letter_given_rationale(vlm, world, n: int = 200, config: LetterBindingConfig
 
 def train_letter_binding(vlm, config: LetterBindingConfig | None = None, world=None, resume=None, on_checkpoint=None):
     """LoRA on ``vlm`` (in place) over ``training_examples``; returns ``kbvqa.rl.sft.SFTResult``. The
-    loss is next-token prediction on the whole response (``alpha`` 1: no trace/answer split)."""
+    loss is next-token prediction on the whole response, or with ``config.letter_weight`` Eq. 5's split
+    with the closing "The answer is X." as the answer part (``SFTConfig.answer_marker``)."""
     from kbvqa.data import get_world
     from kbvqa.rl.sft import SFTConfig, sft_train
 
     config = config or LetterBindingConfig()
     world = world or get_world()
-    sft = SFTConfig(alpha=1.0, steps=config.steps, batch_size=config.batch_size, lr=config.lr,
+    weighted = config.letter_weight is not None
+    sft = SFTConfig(alpha=config.letter_weight if weighted else 1.0, answer_marker=ANSWER_LEAD if weighted else None,
+                    steps=config.steps, batch_size=config.batch_size, lr=config.lr,
                     warmup_steps=max(1, config.steps // 20), lora=config.lora, freeze_vision=True,
                     seed=config.seed, checkpoint_every=config.checkpoint_every, gradient_checkpointing=False)
     return sft_train(vlm, training_examples(world, config), sft, resume=resume, on_checkpoint=on_checkpoint)

@@ -63,10 +63,15 @@ def answer_start(text: str) -> int:
     return len(text) if THINK_OPEN in text else 0
 
 
-def split_tokens(tokenizer, completion: str) -> tuple[list[int], list[bool]]:
-    """(token ids of ``completion``, is-answer flag per token), without special tokens or EOS."""
+def split_tokens(tokenizer, completion: str, marker: str | None = None) -> tuple[list[int], list[bool]]:
+    """(token ids of ``completion``, is-answer flag per token), without special tokens or EOS.
+    ``marker`` (ours, not ReAG's): the answer starts at the marker's last occurrence when the
+    completion holds it (e.g. "The answer is" of a rationale-first response), else by ``answer_start``."""
     text = str(completion)
-    boundary = answer_start(text)
+    found = text.rfind(marker) if marker else -1
+    while found > 0 and text[found - 1].isspace():     # the token that carries the marker's first word
+        found -= 1                                     # starts at the space before it
+    boundary = found if found != -1 else answer_start(text)
     if getattr(tokenizer, "is_fast", False):
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return list(enc.input_ids), [start >= boundary for start, _ in enc.offset_mapping]
@@ -75,10 +80,11 @@ def split_tokens(tokenizer, completion: str) -> tuple[list[int], list[bool]]:
     return list(trace) + list(answer), [False] * len(trace) + [True] * len(answer)
 
 
-def answer_token_mask(tokenizer, completions: Sequence[str], add_eos: bool = True):
+def answer_token_mask(tokenizer, completions: Sequence[str], add_eos: bool = True, marker: str | None = None):
     """(id lists, answer mask ``[B, T]`` bool) aligned with ``VLM.completion_logprobs(prompts, ids,
-    add_eos=add_eos)``: right-padded, True on answer tokens (and the appended EOS)."""
-    ids, flags = zip(*(split_tokens(tokenizer, c) for c in completions)) if completions else ((), ())
+    add_eos=add_eos)``: right-padded, True on answer tokens (and the appended EOS); ``marker``: see
+    ``split_tokens``."""
+    ids, flags = zip(*(split_tokens(tokenizer, c, marker) for c in completions)) if completions else ((), ())
     rows = [f + [True] * add_eos for f in flags]
     width = max([1] + [len(r) for r in rows])
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -140,6 +146,8 @@ class SFTConfig:
     micro_batch_size: int | None | str = "auto"  # rows per forward/backward, gradients accumulated (None: the
                                      # batch; "auto": AUTO_MICRO_BATCH["sft"] on CUDA, the batch on the CPU)
     gradient_checkpointing: bool | str = "auto"  # recompute activations in backward ("auto": on CUDA)
+    answer_marker: str | None = None  # the answer part starts at this text's last occurrence (ours: e.g. the
+                                      # closing "The answer is" of a rationale-first response); None: ReAG's tags
 
     def __post_init__(self):
         check_positive_int(steps=self.steps, batch_size=self.batch_size, log_every=self.log_every)
@@ -165,24 +173,24 @@ class SFTResult:
     lr: list[float] = field(default_factory=list)
 
 
-def sft_batch_loss(vlm, prompts, completions: Sequence[str], alpha: float = 0.8) -> SFTLoss:
+def sft_batch_loss(vlm, prompts, completions: Sequence[str], alpha: float = 0.8, marker: str | None = None) -> SFTLoss:
     """Eq. 5 on one batch of (prompt, completion) pairs, with gradients (EOS appended)."""
-    ids, answer_mask = answer_token_mask(vlm.tokenizer, list(completions), add_eos=True)
+    ids, answer_mask = answer_token_mask(vlm.tokenizer, list(completions), add_eos=True, marker=marker)
     scored = vlm.completion_logprobs(list(prompts), ids, grad=True, add_eos=True)
     return sft_loss(scored.logprobs, scored.mask, answer_mask.to(scored.mask.device), alpha)
 
 
 def sft_backward(vlm, prompts, completions: Sequence[str], alpha: float = 0.8,
-                 micro_batch_size: int | None = None) -> SFTLoss:
+                 micro_batch_size: int | None = None, marker: str | None = None) -> SFTLoss:
     """``sft_batch_loss(...).loss.backward()`` in micro-batches of ``micro_batch_size`` rows (None: one
     pass), each normalised by the whole batch's token counts, so the accumulated gradient is the
     batch's (issue 56: the activations of a few rows at a time). Returns the batch's loss, detached."""
     prompts, completions = list(prompts), list(completions)
     if micro_batch_size is None or micro_batch_size >= len(prompts):
-        out = sft_batch_loss(vlm, prompts, completions, alpha)
+        out = sft_batch_loss(vlm, prompts, completions, alpha, marker)
         out.loss.backward()
         return SFTLoss(out.loss.detach(), out.answer_loss, out.trace_loss, out.answer_tokens, out.trace_tokens)
-    ids, answer_mask = answer_token_mask(vlm.tokenizer, completions, add_eos=True)
+    ids, answer_mask = answer_token_mask(vlm.tokenizer, completions, add_eos=True, marker=marker)
     n_answer = int(answer_mask.sum())
     counts = (n_answer, sum(len(i) + 1 for i in ids) - n_answer)        # + 1: the appended EOS
     total, answer_loss, trace_loss = 0.0, 0.0, 0.0
@@ -246,7 +254,7 @@ def sft_train(vlm, examples: Sequence, config: SFTConfig | None = None, resume: 
             optimizer.zero_grad(set_to_none=True)
             with gradient_checkpointing(vlm, config.gradient_checkpointing):
                 out = sft_backward(vlm, [pairs[i][0] for i in batch], [pairs[i][1] for i in batch], config.alpha,
-                                   resolve_micro_batch(config.micro_batch_size, vlm, "sft"))
+                                   resolve_micro_batch(config.micro_batch_size, vlm, "sft"), config.answer_marker)
             if config.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()

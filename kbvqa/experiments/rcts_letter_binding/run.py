@@ -103,13 +103,14 @@ def run(plan: dict, out: Path, work_root: Path, threads: int) -> dict:
     measure(lambda: tuned, "after")
     log = work.log()
     results = {
-        "part": PART, "goal": {"gate": f"letter given a correct rationale >= {GOAL} on mc_kb (issue 52, item 3)"},
+        "part": out.name, "goal": {"gate": f"letter given a correct rationale >= {GOAL} on mc_kb (issue 52, item 3)"},
         "gate_met": {k: rows[k]["accuracy"] >= GOAL for k in ("gate_plain_after", "gate_context_after")},
         "rows": {k: summary(v) for k, v in rows.items()}, "training": asdict(config),
         "curve": log.get("generator", {}), "records": {k: v["records"] for k, v in rows.items()},
         "provenance": provenance(config.seed, model=model, threads=threads, precision="fp32",
                                  wall_seconds=round(time.perf_counter() - t0, 1),
-                                 command=f"python -m kbvqa.experiments.{PART}"),
+                                 command=f"python -m kbvqa.experiments.{PART}"
+                                         + ("" if out.name == PART else f" --out data/experiments/{out.name}")),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "models").mkdir(exist_ok=True)
@@ -122,7 +123,7 @@ def card_entry(results: dict) -> dict:
     """The adapter's rows for the reader's card (issue 52: "Report mc_3_same_rule_acc with this adapter
     in the card"), beside its fp32 ``evaluation``, which keeps the dataset's letter-first format."""
     rows = results["rows"]
-    return {"adapter": f"data/experiments/{PART}/models/generator.pt", "role": "generator (RCTS)",
+    return {"adapter": f"data/experiments/{results['part']}/models/generator.pt", "role": "generator (RCTS)",
             "format": "plain knowledge base, '<rationale> So the answer is <text>. The answer is X.'",
             "mc_3_same_rule_acc": rows["card_after"]["accuracy"],
             "mc_3_same_rule_acc_without_adapter": rows["card_before"]["accuracy"],
