@@ -20,7 +20,7 @@ define run_pytest
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests in '$(1)' (exit 5)"; exit 1; fi; exit $$rc
 endef
 
-.PHONY: dist wheel colab-resolve reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments rcts-experiments tiny-model gpu-smoke clean help
+.PHONY: dist wheel colab-resolve reader venv vendor chromium book book-markup test unit book-check nbmake lint benchmarks experiments rcts-experiments paper-gates tiny-model gpu-smoke clean help
 
 help:
 	@echo "make book   - create .venv, execute every notebook (cpu profile), build _build/html"
@@ -29,6 +29,7 @@ help:
 	@echo "make book-markup - build every page with -W without executing (prose, directives, references; ~1 min)"
 	@echo "make benchmarks - every benchmark; writes data/benchmarks/results.{json,md} for book/benchmarks.md (~25 min)"
 	@echo "make experiments - the experiments too big for a chapter; rewrite data/experiments/*"
+	@echo "make paper-gates - the paper issues' gates and pilots under their plans (letter binding, ReAG depth, SeRTS roles; resumable)"
 	@echo "make reader - train the cpu profile's reader (SmolLM2-135M + our vision tower; resumable, hours on 2 cores)"
 	@echo "make dist   - build and check dist/kbvqa_book-*.tar.gz and .whl (the package with its data; make wheel: the same)"
 	@echo "make colab-resolve - manual, needs the package index: pip's full resolve of the wheel's [gpu] with Colab's versions held"
@@ -146,6 +147,16 @@ rcts-experiments: $(STAMP)
 		--limit 40 --contexts $(RCTS_KB)
 	$(PY) -m kbvqa.experiments.rcts_toy --groups alpha rollouts --rows "rcts_sweep_alpha=0.2" "rcts_sweep_alpha=1" \
 		--sweep-limit 15 --contexts $(RCTS_KB)
+
+# The paper issues' gates and pilots (issues 52-55), each under its committed plan.json and resumable from
+# its work folder (<cache>/experiments/<part>): RCTS's letter-binding adapter (two pilots), ReAG's
+# retrieval depth on held-out train queries, SeRTS's proposer and grader adapters on the alias corpus.
+# About 40, 40, 60 and 90 minutes on 2 cores.
+paper-gates: $(STAMP)
+	$(PY) -m kbvqa.experiments.rcts_letter_binding
+	$(PY) -m kbvqa.experiments.rcts_letter_binding --out data/experiments/rcts_letter_binding_weighted
+	$(PY) -m kbvqa.experiments.reag_depth
+	$(PY) -m kbvqa.experiments.serts_roles
 
 EXPERIMENTS ?= kbvqa.experiments.serts_experiment kbvqa.experiments.serts_ppo \
 	kbvqa.experiments.reag_ladder kbvqa.experiments.molt_candidates kbvqa.experiments.molt_training \

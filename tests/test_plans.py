@@ -274,7 +274,9 @@ def test_the_committed_tables_are_not_pre_registered_and_the_git_check_passes():
 
 
 @pytest.mark.parametrize("module", ["kbvqa.paper_vs_ours", "tools.first_cell", "tools.dist", "tools.reader_rounds",
-                                    "kbvqa.reader.fastcard", "tools.make_test_under_load"])
+                                    "kbvqa.reader.fastcard", "tools.make_test_under_load",
+                                    "kbvqa.experiments.rcts_letter_binding", "kbvqa.experiments.reag_depth",
+                                    "kbvqa.experiments.serts_roles"])
 def test_help_writes_nothing(module):
     import sys
     from pathlib import Path
