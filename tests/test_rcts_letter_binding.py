@@ -166,3 +166,26 @@ def test_the_letter_weight_splits_the_response_at_its_closing_letter():
         tok, "<think>x</think><answer>y</answer>")                          # absent marker: ReAG's tags
     with pytest.raises(ValueError, match="letter_weight"):
         LetterBindingConfig(letter_weight=0)
+
+
+def test_copied_letters_counts_a_pick_that_is_the_answer_text_s_letter_in_an_example(world):
+    from kbvqa.rcts.letter_binding import copied_letters
+
+    config = LetterBindingConfig()
+    items = gate_items(world, 20, config)
+    records, expected = [], 0
+    for ex, _ in items:
+        letters = option_letters(len(ex.meta["options"]))
+        text = ex.meta["options"][letters.index(ex.meta["answer"])]
+        users = [p["text"] for turn in ex.prompt[:-1] if turn["role"] == "user" for p in turn["content"]
+                 if p.get("type") == "text"]
+        elsewhere = [x for x in letters if x != ex.meta["answer"] and any(f"({x}) {text}" in u for u in users)]
+        pick = elsewhere[0] if elsewhere else next(x for x in letters if x != ex.meta["answer"])
+        expected += bool(elsewhere)
+        records.append({"query_id": ex.meta["query_id"], "pick": pick, "correct": False})
+    out = copied_letters(world, records, config)
+    assert out["wrong"] == 20 and out["copied"] == expected > 0 and out["chance"] < expected
+    right = [dict(r, correct=True) for r in records]
+    assert copied_letters(world, right, config) == {"wrong": 0, "copied": 0, "chance": 0.0}
+    with pytest.raises(ValueError, match="not gate item"):
+        copied_letters(world, records[1:], config)

@@ -20,6 +20,9 @@ alike (every RCTS row loads the same ``generator``):
   ``mc_test``), K-shot prompts with same-rule examples from the *rest* of ``mc_kb``, the correct
   rationale teacher-forced, then the argmax over the option letters' logits. Goal >= 0.9.
 - ``train_letter_binding(vlm, config, ...)``: LoRA via ``kbvqa.rl.sft_train`` (resumable).
+- ``copied_letters``: a diagnostic on the gate's records: how many wrong picks are the letter the
+  gold answer's text carries in one of the *examples* (a letter copied from the wrong turn), beside
+  the count a uniform wrong pick would give.
 - ``same_rule_prompts`` / ``same_rule_accuracy``: the card row ``mc_3_same_rule_acc`` in this format:
   ``mc_test`` questions (options as the dataset lists them) with 3 examples from ``mc_kb`` (same rule,
   plain answers), the response generated greedily and its letter parsed (``parse_rcts_answer``).
@@ -39,8 +42,9 @@ from kbvqa.models.pretrain_mc_lit import mc_chat, pick_mc_examples
 from kbvqa.models.pretrain_mix import role_mix_config
 from kbvqa.prompts.formats import Example
 
-__all__ = ["LetterBindingConfig", "binding_example", "gate_items", "letter_given_rationale", "response_text",
-           "same_rule_accuracy", "same_rule_prompts", "shuffled_options", "train_letter_binding", "training_examples"]
+__all__ = ["LetterBindingConfig", "binding_example", "copied_letters", "gate_items", "letter_given_rationale",
+           "response_text", "same_rule_accuracy", "same_rule_prompts", "shuffled_options", "train_letter_binding",
+           "training_examples"]
 
 ANSWER_LEAD = "The answer is"
 
@@ -244,3 +248,27 @@ def same_rule_accuracy(vlm, examples: list[Example], max_new_tokens: int = 80, b
     n = max(1, len(records))
     return {"accuracy": sum(r["correct"] for r in records) / n,
             "text_accuracy": sum(r["text_correct"] for r in records) / n, "n": len(records), "records": records}
+
+
+def copied_letters(world, records: list[dict], config: LetterBindingConfig | None = None, with_context: bool = False,
+                   seed: int = 1) -> dict:
+    """On ``letter_given_rationale``'s records (rebuilt prompts: ``gate_items`` is deterministic): the
+    wrong picks, how many of them are a letter that the gold option's text has in an example's option
+    list, and the expected count if each wrong pick were uniform over the wrong letters."""
+    items = gate_items(world, len(records), config or LetterBindingConfig(), with_context, seed)
+    wrong = copied = 0
+    chance = 0.0
+    for (ex, _), rec in zip(items, records):
+        if rec["query_id"] != ex.meta["query_id"]:
+            raise ValueError(f"record {rec['query_id']} is not gate item {ex.meta['query_id']}: other records or seed")
+        if rec["correct"]:
+            continue
+        letters = option_letters(len(ex.meta["options"]))
+        text = ex.meta["options"][letters.index(ex.meta["answer"])]
+        users = ["".join(c.get("text", "") for c in turn["content"] if c.get("type") == "text")
+                 for turn in ex.prompt if turn["role"] == "user"]
+        in_examples = {x for x in letters for u in users[:-1] if f"({x}) {text}" in u} - {ex.meta["answer"]}
+        wrong += 1
+        copied += rec["pick"] in in_examples
+        chance += len(in_examples) / (len(letters) - 1)
+    return {"wrong": wrong, "copied": copied, "chance": chance}
